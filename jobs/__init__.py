@@ -1,0 +1,1 @@
+"""Job programs, each run as `python -m jobs.<name> --job-dir DIR`."""

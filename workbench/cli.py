@@ -1,0 +1,300 @@
+"""The command line: `ms-workbench run|watch|sessions|export|attach|serve|data`, or the TUI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from workbench import __version__
+from workbench.config import ConfigError, load
+from workbench.protocol import EventReader, decode_line
+from workbench.runner import JOB_KINDS, JobRunner, RunnerError
+from workbench.session import SessionStore, job_status, sessions_root
+from workbench.textlog import format_event
+
+USAGE_ERROR = 2
+
+
+def _config(args) -> dict:
+    extra = [("--python", {"python": args.python})] if getattr(args, "python", None) else []
+    return load(args.config, args.set or [], extra=extra)
+
+
+def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verbose_steps: int = 0) -> int:
+    """Print a job's events until it ends; return the CLI exit code (0 ok, 1 otherwise)."""
+    stream = stream or sys.stdout
+    reader = EventReader(str(job_dir / "events.jsonl"))
+    bar = None
+    if not out_json and stream.isatty():
+        from workbench.progressbar import LiveBar
+
+        bar = LiveBar()
+    try:
+        while True:
+            ended = (job_dir / "exit.json").exists() or job_status(job_dir).done
+            for raw in reader.read_lines():
+                if not raw.strip():
+                    continue
+                if out_json:
+                    stream.write(raw.decode("utf-8", "replace") + "\n")
+                    continue
+                ev = decode_line(raw)
+                if bar is not None:
+                    bar.update(ev)
+                line = format_event(ev, verbose_steps=verbose_steps if bar is None else 0)
+                if line:
+                    (bar.print if bar is not None else lambda s: stream.write(s + "\n"))(line)
+            stream.flush()
+            if ended:
+                break
+            time.sleep(poll_s)
+    finally:
+        if bar is not None:
+            bar.stop()
+    status = job_status(job_dir)
+    if not out_json:
+        stream.write("%s: %s (%s)\n" % (job_dir.name, status.label(), job_dir))
+    return 0 if status.state == "ok" else 1
+
+
+def cmd_run(args) -> int:
+    """Run one job under the supervisor, in the foreground or detached."""
+    try:
+        cfg = _config(args)
+    except ConfigError as exc:
+        print("config error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    store = SessionStore(sessions_root(args.sessions))
+    sid = args.session or store.create(sys.argv)
+    try:
+        job_dir = JobRunner(store).start(sid, args.job, cfg, command=sys.argv)
+    except (RunnerError, FileNotFoundError) as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    if args.detach:
+        print(job_dir)
+        return 0
+    if not args.json:
+        print("job %s in session %s: %s" % (job_dir.name, sid, job_dir), file=sys.stderr)
+    try:
+        return follow(job_dir, args.json, verbose_steps=args.every)
+    except KeyboardInterrupt:
+        print("\ncancelling %s ..." % job_dir.name, file=sys.stderr)
+        JobRunner.cancel(job_dir)
+        JobRunner.wait(job_dir, timeout_s=60)
+        return 1
+
+
+def _latest_job(store: SessionStore, ref: Optional[str]) -> Path:
+    if ref and "/" in ref:
+        return store.find_job(ref)
+    sid = ref or store.latest_with_running() or (store.sessions() or [None])[-1]
+    if sid is None:
+        raise FileNotFoundError("no sessions under %s" % store.root)
+    jobs = store.jobs(sid)
+    if not jobs:
+        raise FileNotFoundError("session %s has no jobs" % sid)
+    running = [j for j in jobs if job_status(j).state == "running"]
+    return (running or jobs)[-1]
+
+
+def cmd_watch(args) -> int:
+    """Follow a job's events as plain lines (replaying what came before)."""
+    store = SessionStore(sessions_root(args.sessions))
+    try:
+        job_dir = _latest_job(store, args.ref)
+    except FileNotFoundError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    print("watching %s" % job_dir, file=sys.stderr)
+    try:
+        return follow(job_dir, args.json, verbose_steps=args.every)
+    except KeyboardInterrupt:
+        return 1
+
+
+def cmd_sessions(args) -> int:
+    """List sessions and their jobs with status and size."""
+    store = SessionStore(sessions_root(args.sessions))
+    if args.prune is not None:
+        from workbench.prune import prune
+
+        return prune(store, args.prune, assume_yes=args.yes)
+    rows = []
+    for sid in store.sessions():
+        jobs = [{"jid": j.name, "status": job_status(j).state, "reason": job_status(j).reason,
+                 "duration_s": job_status(j).duration_s} for j in store.jobs(sid)]
+        rows.append({"id": sid, "dir": str(store.root / sid), "bytes": store.size_bytes(sid), "jobs": jobs})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no sessions under %s" % store.root)
+    for row in rows:
+        print("%s  %s  %d jobs" % (row["id"], _size(row["bytes"]), len(row["jobs"])))
+        for job in row["jobs"]:
+            label = job["status"] + (": " + job["reason"] if job["reason"] else "")
+            print("  %-12s %s" % (job["jid"], label))
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1024.0
+    return str(n)
+
+
+def cmd_export(args) -> int:
+    """Write the session record (report, metrics, manifest, archive)."""
+    from workbench.report.export import export_session
+
+    store = SessionStore(sessions_root(args.sessions))
+    sid = args.sid or (store.sessions() or [None])[-1]
+    if sid is None:
+        print("error: no sessions under %s" % store.root, file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        out = export_session(store, sid, Path(args.out) if args.out else None)
+    except FileNotFoundError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    print(out)
+    return 0
+
+
+def cmd_data(args) -> int:
+    """`data fetch`: download and verify the official Fashion-MNIST files."""
+    from workbench.data.fetch import fetch_cli
+
+    return fetch_cli(args.dest)
+
+
+def open_app(args, sid: Optional[str]) -> int:
+    """Open the TUI on a session (new one when sid is None)."""
+    try:
+        cfg = _config(args)
+    except ConfigError as exc:
+        print("config error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    from workbench.app import WorkbenchApp
+
+    store = SessionStore(sessions_root(args.sessions))
+    if sid is not None:
+        try:
+            store.session_dir(sid)
+        except FileNotFoundError as exc:
+            print("error: %s" % exc, file=sys.stderr)
+            return USAGE_ERROR
+    if getattr(args, "low_bandwidth", False):
+        cfg["ui"]["low_bandwidth"] = True
+    app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv)
+    app.run()
+    return 0
+
+
+def cmd_attach(args) -> int:
+    """Open the TUI on an existing session."""
+    return open_app(args, args.sid)
+
+
+def cmd_tui(args) -> int:
+    """No subcommand: offer the latest session with running jobs, else start a new one."""
+    store = SessionStore(sessions_root(args.sessions))
+    sid = store.latest_with_running()
+    if sid and sys.stdin.isatty():
+        answer = input("session %s has running jobs; attach to it? [Y/n] " % sid).strip().lower()
+        if answer in ("n", "no"):
+            sid = None
+    return open_app(args, sid)
+
+
+def cmd_serve(args) -> int:
+    """Serve the TUI to a browser through textual-serve (loopback unless --host is given)."""
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        print("error: textual-serve is not installed (pip install 'ms-workbench[serve]')", file=sys.stderr)
+        return USAGE_ERROR
+    parts = [sys.executable, "-m", "workbench"]
+    if args.sessions:
+        parts += ["--sessions", args.sessions]
+    if args.sid:
+        parts += ["attach", args.sid]
+    import shlex
+
+    Server(" ".join(shlex.quote(p) for p in parts), host=args.host, port=args.port,
+           title="ms-workbench").serve()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--sessions", help="sessions root (default ./sessions or $MS_WORKBENCH_SESSIONS)")
+    cfg = argparse.ArgumentParser(add_help=False)
+    cfg.add_argument("--config", help="YAML config file")
+    cfg.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
+    cfg.add_argument("--python", help="interpreter that runs jobs (config key python)")
+
+    parser = argparse.ArgumentParser(prog="ms-workbench", parents=[common, cfg],
+                                     description="MindSpore on Ascend, from laptop loss curve to hand-over.")
+    parser.add_argument("--version", action="version", version="ms-workbench " + __version__)
+    parser.add_argument("--low-bandwidth", action="store_true", help="fewer colours, slower redraw (slow SSH)")
+    parser.set_defaults(func=cmd_tui)
+    sub = parser.add_subparsers(dest="command")
+
+    p = sub.add_parser("run", parents=[common, cfg], help="run a job headless")
+    p.add_argument("job", choices=JOB_KINDS)
+    p.add_argument("--session", help="add the job to this session (default: a new one)")
+    p.add_argument("--json", action="store_true", help="stdout carries exactly the job's events")
+    p.add_argument("--detach", action="store_true", help="return at once, printing the job dir")
+    p.add_argument("--every", type=int, default=0, metavar="N", help="print every Nth step (plain output)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("watch", parents=[common], help="follow a job's events")
+    p.add_argument("ref", nargs="?", help="SID or SID/JID (default: latest running)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--every", type=int, default=0, metavar="N")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("sessions", parents=[common], help="list sessions and jobs")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--prune", type=float, metavar="KEEP_DAYS", help="delete finished sessions older than this")
+    p.add_argument("--yes", action="store_true", help="do not ask before pruning")
+    p.set_defaults(func=cmd_sessions)
+
+    p = sub.add_parser("export", parents=[common], help="write the session record")
+    p.add_argument("sid", nargs="?")
+    p.add_argument("--out", help="folder for the export (default sessions/<sid>/export)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("attach", parents=[common, cfg], help="open the workbench on a session")
+    p.add_argument("sid")
+    p.set_defaults(func=cmd_attach)
+
+    p = sub.add_parser("serve", parents=[common], help="serve the workbench to a browser")
+    p.add_argument("sid", nargs="?")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("data", parents=[common], help="data utilities")
+    dsub = p.add_subparsers(dest="data_command", required=True)
+    f = dsub.add_parser("fetch", help="download and verify the official Fashion-MNIST files")
+    f.add_argument("--dest", default=os.path.expanduser("~/.cache/ms-workbench/fashion-mnist"))
+    f.set_defaults(func=cmd_data)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the `ms-workbench` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args)

@@ -1,0 +1,193 @@
+"""The v1 event protocol: one encoder, a tolerant reader and a validator."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any, Dict, IO, List, Optional
+
+VERSION = 1
+STATUSES = ("observed-pass", "observed-fail", "blocked", "not-run")
+FINISHED_STATUSES = ("ok", "failed", "cancelled")
+
+# Required fields per event type (beyond v, seq, t, type). Optional fields are free.
+REQUIRED: Dict[str, tuple] = {
+    "started": ("kind", "pid", "python", "argv", "version", "device"),
+    "log": ("level", "message"),
+    "check": ("id", "title", "status"),
+    "progress": ("done", "total", "unit"),
+    "step": ("epoch", "step", "loss", "step_ms", "batch_size"),
+    "epoch": ("epoch", "train_loss", "samples", "val", "is_best", "epoch_s"),
+    "perf": ("first_step_s", "warmup_steps", "steady", "peak_host_rss_mb", "peak_device_mb", "sync"),
+    "tensor_diff": ("name", "shape", "atol", "rtol", "max_abs", "passed"),
+    "artifact": ("path", "kind", "bytes", "sha256"),
+    "result": ("summary",),
+    "finished": ("status", "error"),
+}
+KNOWN_TYPES = tuple(REQUIRED)
+
+
+def _clean(value: Any) -> Any:
+    """Make a value JSON-safe: non-finite floats become the strings 'nan', 'inf', '-inf'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
+        return _clean(value.item())  # numpy scalar
+    if hasattr(value, "tolist") and callable(value.tolist):
+        return _clean(value.tolist())  # numpy array
+    return value
+
+
+def encode(event: Dict[str, Any]) -> str:
+    """Encode one event as a compact JSON line (with trailing newline)."""
+    return json.dumps(_clean(event), separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def decode_line(raw: bytes) -> Dict[str, Any]:
+    """Decode one complete line; garbage becomes a `log` event carrying the raw text."""
+    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    try:
+        event = json.loads(text)
+    except ValueError:
+        event = None
+    if not isinstance(event, dict) or "type" not in event:
+        return {"v": VERSION, "seq": None, "t": None, "type": "log", "level": "garbage",
+                "message": text, "raw": True}
+    return event
+
+
+class EventWriter:
+    """Appends events to a job's events.jsonl with contiguous seq; flushes each line."""
+
+    def __init__(self, path: str, extra: Optional[Dict[str, Any]] = None):
+        self.path = path
+        self.seq = 0
+        self.extra = dict(extra or {})
+        self._fh: IO[str] = open(path, "a", encoding="utf-8")
+
+    def emit(self, type_: str, sync: bool = False, **fields: Any) -> Dict[str, Any]:
+        """Write one event; fsync when `sync` (epoch ends, finished)."""
+        event = {"v": VERSION, "seq": self.seq, "t": round(time.time(), 6), "type": type_}
+        event.update(self.extra)
+        event.update(fields)
+        self._fh.write(encode(event))
+        self._fh.flush()
+        if sync:
+            os.fsync(self._fh.fileno())
+        self.seq += 1
+        return event
+
+    def close(self) -> None:
+        """Flush, fsync and close the file."""
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+class EventReader:
+    """Follows an events file from a byte offset; parses complete lines only."""
+
+    def __init__(self, path: str, offset: int = 0):
+        self.path = path
+        self.offset = offset
+        self._tail = b""
+
+    def read_new(self, max_bytes: int = -1) -> List[Dict[str, Any]]:
+        """Return the events completed since the last call (a torn last line waits)."""
+        return [decode_line(line) for line in self.read_lines(max_bytes) if line.strip()]
+
+    def read_lines(self, max_bytes: int = -1) -> List[bytes]:
+        """Return the raw complete lines (without newline) since the last call."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read(max_bytes)
+        except FileNotFoundError:
+            return []
+        if not chunk:
+            return []
+        self.offset += len(chunk)
+        data = self._tail + chunk
+        lines = data.split(b"\n")
+        self._tail = lines.pop()
+        return lines
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of a torn last line still waiting for its newline."""
+        return len(self._tail)
+
+
+def read_all(path: str) -> List[Dict[str, Any]]:
+    """Read every complete event of a file."""
+    return EventReader(path).read_new()
+
+
+def tail_events(path: str, max_bytes: int = 65536) -> List[Dict[str, Any]]:
+    """The complete events in the last `max_bytes` of a file (cheap status checks)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return []
+    reader = EventReader(path, offset=max(0, size - max_bytes))
+    lines = reader.read_lines()
+    if reader.offset - len(b"".join(lines)) > 0 and size > max_bytes and lines:
+        lines = lines[1:]  # the first line may be cut
+    return [decode_line(line) for line in lines if line.strip()]
+
+
+def validate(event: Dict[str, Any]) -> List[str]:
+    """Return the problems of one event against the v1 schema (empty list when valid)."""
+    problems = []
+    if event.get("v") != VERSION:
+        problems.append("v must be %d, got %r" % (VERSION, event.get("v")))
+    if not isinstance(event.get("seq"), int) or event["seq"] < 0:
+        problems.append("seq must be a non-negative int, got %r" % (event.get("seq"),))
+    if not isinstance(event.get("t"), (int, float)):
+        problems.append("t must be unix seconds, got %r" % (event.get("t"),))
+    kind = event.get("type")
+    if kind not in REQUIRED:
+        problems.append("unknown type %r" % (kind,))
+        return problems
+    for name in REQUIRED[kind]:
+        if name not in event:
+            problems.append("%s event lacks %r" % (kind, name))
+    if kind == "check" and event.get("status") not in STATUSES:
+        problems.append("check status %r not in %s" % (event.get("status"), STATUSES))
+    if kind == "finished" and event.get("status") not in FINISHED_STATUSES:
+        problems.append("finished status %r not in %s" % (event.get("status"), FINISHED_STATUSES))
+    if kind == "tensor_diff" and not isinstance(event.get("passed"), bool):
+        problems.append("tensor_diff passed must be a bool")
+    if "rank" in event and not isinstance(event["rank"], int):
+        problems.append("rank must be an int")
+    return problems
+
+
+def validate_file(path: str) -> List[str]:
+    """Validate every line of an events file, including seq contiguity per rank."""
+    problems = []
+    expected: Dict[Any, int] = {}
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.endswith(b"\n"):
+                problems.append("line %d: torn (no newline)" % number)
+                continue
+            event = decode_line(raw)
+            if event.get("raw"):
+                problems.append("line %d: not a JSON event: %r" % (number, event["message"][:80]))
+                continue
+            for p in validate(event):
+                problems.append("line %d: %s" % (number, p))
+            rank = event.get("rank")
+            want = expected.get(rank, 0)
+            if event.get("seq") != want:
+                problems.append("line %d: seq %r, expected %d" % (number, event.get("seq"), want))
+            expected[rank] = (event.get("seq") or 0) + 1
+    return problems

@@ -1,0 +1,114 @@
+"""Starts jobs under a supervisor and cancels them; the UI and the CLI both use it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from workbench import __version__
+from workbench.atomic import read_json, write_json, write_text
+from workbench.config import dump
+from workbench.device import DEVICE_JOBS, lock_name, resolve
+from workbench.session import SessionStore, job_status
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+JOB_KINDS = ("env", "data", "train", "test", "align", "export", "drill")
+
+
+class RunnerError(Exception):
+    """A job could not be started (unknown kind, bad interpreter)."""
+
+
+def needs_device(kind: str, cfg: Dict[str, Any]) -> bool:
+    """Device jobs take the per-device lock."""
+    return kind in DEVICE_JOBS or (kind == "drill" and bool(cfg["drill"]["device"]))
+
+
+def job_argv(kind: str, cfg: Dict[str, Any], python: str, job_dir: Path) -> List[str]:
+    """The exec line of a job (msrun for data-parallel training)."""
+    base = [python, "-m", "jobs.%s" % kind, "--job-dir", str(job_dir)]
+    par = cfg["train"]["parallel"]
+    if kind == "train" and par["workers"] > 1:
+        from workbench.parallel import msrun_argv  # only data-parallel runs need it
+
+        return msrun_argv(cfg, python, job_dir)
+    return base
+
+
+class JobRunner:
+    """Creates job folders, starts supervisors in their own sessions, and stops jobs."""
+
+    def __init__(self, store: SessionStore):
+        self.store = store
+
+    def start(self, sid: str, kind: str, cfg: Dict[str, Any], command: Optional[List[str]] = None) -> Path:
+        """Start a job; return its folder at once (the job runs on without us)."""
+        if kind not in JOB_KINDS:
+            raise RunnerError("unknown job %r (known: %s)" % (kind, ", ".join(JOB_KINDS)))
+        python = cfg.get("python") or sys.executable
+        if os.sep in python and not os.access(python, os.X_OK):
+            raise RunnerError("python: %r is not an executable interpreter (config key 'python')" % python)
+        job_dir = self.store.new_job_dir(sid, kind)
+        device = resolve(cfg["device"]["target"], cfg["device"]["id"])
+        lock = None
+        if needs_device(kind, cfg):
+            lock = str(self.store.root / ".locks" / lock_name(str(device["resolved"]), int(device["id"])))
+        env = {
+            "PYTHONPATH": os.pathsep.join(p for p in [str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")] if p),
+            "PYTHONUNBUFFERED": "1",
+            "GLOG_v": str(cfg["glog_v"]),
+        }
+        spec = {
+            "jid": job_dir.name, "kind": kind, "session": sid, "created": time.time(),
+            "command": command or [], "version": __version__, "python": python,
+            "device": device, "argv": job_argv(kind, cfg, python, job_dir), "env": env, "lock": lock,
+            "timeout_s": cfg["limits"]["job_timeout_s"], "stall_s": cfg["limits"]["stall_s"],
+            "grace_s": cfg["limits"]["grace_s"],
+        }
+        write_text(job_dir / "config.yaml", dump(cfg))
+        write_json(job_dir / "config.json", cfg)
+        write_json(job_dir / "job.json", spec)
+        with open(job_dir / "supervisor.log", "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "workbench.supervise", "--job-dir", str(job_dir)],
+                             cwd=str(job_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             start_new_session=True, close_fds=True,
+                             env=dict(os.environ, PYTHONPATH=env["PYTHONPATH"]))
+        return job_dir
+
+    @staticmethod
+    def cancel(job_dir: Path) -> bool:
+        """Ask the supervisor to stop the job (it escalates to SIGKILL); False if nothing runs."""
+        job_dir = Path(job_dir)
+        deadline = time.time() + 5
+        while not (job_dir / "pids.json").exists():
+            if (job_dir / "exit.json").exists() or time.time() > deadline:
+                return False
+            time.sleep(0.05)
+        pids = read_json(job_dir / "pids.json")
+        try:
+            os.kill(pids["supervisor"], signal.SIGTERM)
+            return True
+        except ProcessLookupError:
+            pass
+        try:  # supervisor gone: stop the job's group ourselves
+            os.killpg(pids["pgid"], signal.SIGTERM)
+            return True
+        except ProcessLookupError:
+            return False
+
+    @staticmethod
+    def wait(job_dir: Path, timeout_s: Optional[float] = None, poll_s: float = 0.1) -> bool:
+        """Wait until exit.json exists; False on timeout."""
+        deadline = None if timeout_s is None else time.time() + timeout_s
+        while not (Path(job_dir) / "exit.json").exists():
+            if deadline is not None and time.time() > deadline:
+                return False
+            if job_status(Path(job_dir)).state != "running":
+                return True
+            time.sleep(poll_s)
+        return True
