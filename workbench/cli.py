@@ -236,9 +236,10 @@ def cmd_serve(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    common = argparse.ArgumentParser(add_help=False)
+    # Options accepted before and after the subcommand; SUPPRESS keeps a later default from erasing them.
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--sessions", help="sessions root (default ./sessions or $MS_WORKBENCH_SESSIONS)")
-    cfg = argparse.ArgumentParser(add_help=False)
+    cfg = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     cfg.add_argument("--config", help="YAML config file")
     cfg.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     cfg.add_argument("--python", help="interpreter that runs jobs (config key python)")
@@ -297,4 +298,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `ms-workbench` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    for name in ("sessions", "config", "set", "python"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
     return args.func(args)

@@ -1,0 +1,1 @@
+"""Textual screens, one per module, each the face of one job."""

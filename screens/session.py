@@ -1,0 +1,124 @@
+"""The Session screen: this session's jobs live, a selected job's events and stderr tail."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Log, Static
+
+from screens.base import WorkbenchScreen
+from workbench.views.session import SessionView
+
+STDERR_TAIL_BYTES = 4096
+STATE_STYLE = {"ok": "green", "running": "cyan", "failed": "red", "crashed": "bold red",
+               "timed-out": "red", "stalled": "red", "cancelled": "yellow"}
+
+
+def _dur(value: Optional[float]) -> str:
+    if value is None:
+        return "-"
+    value = float(value)
+    return "%d:%02d" % divmod(int(value), 60) if value >= 60 else "%.1f s" % value
+
+
+def stderr_tail(path: str, max_bytes: int = STDERR_TAIL_BYTES) -> str:
+    """The last lines of a job's stderr.log."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace")
+    return text if size <= max_bytes else text.split("\n", 1)[-1]
+
+
+class SessionScreen(WorkbenchScreen):
+    """Jobs of the session with status, duration and reason; details of the selected one."""
+
+    view_name = "session"
+    title_text = "Session"
+    DEFAULT_CSS = """
+    SessionScreen #jobs { height: 1fr; min-height: 5; }
+    SessionScreen #detail { height: 2fr; }
+    SessionScreen #events, SessionScreen #stderr { width: 1fr; border: round $primary; }
+    SessionScreen #selected { height: 1; padding: 0 1; }
+    """
+    BINDINGS = [Binding("x", "cancel_job", "Stop job"), Binding("e", "export_session", "Export record")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected: Optional[str] = None
+
+    def compose_body(self) -> ComposeResult:
+        table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        table.add_columns("job", "status", "duration", "device", "events")
+        yield table
+        yield Static("", id="selected")
+        with Horizontal(id="detail"):
+            yield Log(max_lines=400, id="events")
+            yield Log(max_lines=200, id="stderr")
+
+    def on_mount(self) -> None:
+        self.query_one("#events", Log).border_title = "events"
+        self.query_one("#stderr", Log).border_title = "stderr (tail)"
+
+    def render_view(self, view: SessionView) -> None:
+        table = self.query_one("#jobs", DataTable)
+        for row in view.ordered():
+            style = STATE_STYLE.get(row.state, "")
+            label = row.state + (": " + row.reason if row.reason else "")
+            cells = (row.jid, "[%s]%s[/]" % (style, label) if style else label, _dur(row.duration_s),
+                     row.device, str(row.events))
+            if row.jid in table.rows:
+                for col, value in zip(table.columns, cells):
+                    table.update_cell(row.jid, col, value)
+            else:
+                table.add_row(*cells, key=row.jid)
+        if self.selected is None and view.rows:
+            self.selected = view.ordered()[-1].jid
+        self._show_selected(view)
+
+    def _show_selected(self, view: SessionView) -> None:
+        row = view.rows.get(self.selected or "")
+        if row is None:
+            self.query_one("#selected", Static).update("no jobs yet: start one from another screen, or `ms-workbench run`")
+            return
+        self.query_one("#selected", Static).update("%s — %s" % (row.jid, row.state + (": " + row.reason if row.reason else "")))
+        log = self.query_one("#events", Log)
+        log.clear()
+        log.write_lines(list(row.lines)[-200:])
+        job = self.app.tracker.jobs.get(row.jid)
+        err = self.query_one("#stderr", Log)
+        err.clear()
+        if job is not None:
+            err.write(stderr_tail(str(job.dir / "stderr.log")) or "(empty)")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value if event.row_key else None
+        if key and key != self.selected:
+            self.selected = key
+            self._show_selected(self.view)
+
+    def action_cancel_job(self) -> None:
+        """Stop the selected job."""
+        if self.selected:
+            self.app.cancel_job(self.selected)
+
+    def action_export_session(self) -> None:
+        """Write the session record (report, metrics, manifest, archive)."""
+        if self.app.sid is None:
+            self.app.notify("nothing to export yet", severity="warning")
+            return
+        try:
+            from workbench.report.export import export_session
+        except ImportError:
+            self.app.notify("session export is not available in this build", severity="error")
+            return
+        out = export_session(self.app.store, self.app.sid, None)
+        self.app.notify("session record written to %s" % out, timeout=10)

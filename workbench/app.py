@@ -1,0 +1,197 @@
+"""The Textual app: six screens as modes, one poller that feeds every screen's model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label
+
+from workbench.config import ConfigError, merge
+from workbench.device import resolve
+from workbench.runner import JobRunner, RunnerError
+from workbench.session import SessionStore
+from workbench.tracker import JobTracker
+
+POLL_S = 0.05
+
+
+def build_views() -> Dict[str, Any]:
+    """One model per screen, kept by the app so that leaving a screen loses nothing."""
+    from workbench.views.registry import VIEWS
+
+    return {name: factory() for name, factory in VIEWS.items()}
+
+
+class QuitScreen(ModalScreen):
+    """Asked when quitting with jobs running: leave them running, stop them, or stay."""
+
+    DEFAULT_CSS = """
+    QuitScreen { align: center middle; }
+    QuitScreen > Vertical { width: 64; height: auto; border: thick $warning; padding: 1 2; background: $surface; }
+    QuitScreen Horizontal { height: auto; margin-top: 1; }
+    QuitScreen Button { margin-right: 1; }
+    """
+
+    def __init__(self, running: List[str]):
+        super().__init__()
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Jobs still running: %s" % ", ".join(self.running))
+            yield Label("Leave them running (reopen the session to follow them again), or stop them?")
+            with Horizontal():
+                yield Button("Leave running", id="leave", variant="primary")
+                yield Button("Stop jobs", id="stop", variant="error")
+                yield Button("Stay", id="stay")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id)
+
+
+class WorkbenchApp(App):
+    """ms-workbench: Environment, Data, Training, Alignment, Export and Session screens."""
+
+    TITLE = "ms-workbench"
+    MODES = {
+        "environment": "screens.environment:EnvironmentScreen",
+        "data": "screens.data:DataScreen",
+        "training": "screens.training:TrainingScreen",
+        "alignment": "screens.alignment:AlignmentScreen",
+        "export": "screens.export:ExportScreen",
+        "session": "screens.session:SessionScreen",
+    }
+    DEFAULT_MODE = "environment"
+    BINDINGS = [
+        Binding("1", "switch_mode('environment')", "Env"),
+        Binding("2", "switch_mode('data')", "Data"),
+        Binding("3", "switch_mode('training')", "Train"),
+        Binding("4", "switch_mode('alignment')", "Align"),
+        Binding("5", "switch_mode('export')", "Export"),
+        Binding("6", "switch_mode('session')", "Session"),
+        Binding("ctrl+b", "toggle_low_bandwidth", "Low bw", show=False),
+        Binding("q", "request_quit", "Quit"),
+    ]
+
+    def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
+                 argv: Optional[List[str]] = None, poll_s: float = POLL_S):
+        self.MODES = {name: _lazy_screen(path) for name, path in self.MODES.items()}
+        super().__init__()
+        self.store = store
+        self.sid = sid
+        self.cfg = cfg
+        self.argv = list(argv or sys.argv)
+        self.poll_s = poll_s
+        self.device = resolve(cfg["device"]["target"], cfg["device"]["id"])
+        self.low_bandwidth = bool(cfg["ui"]["low_bandwidth"])
+        self.views = build_views()
+        self.tracker: JobTracker = JobTracker(store, sid)
+        self.events_ingested = 0
+        self.runner = JobRunner(store)
+
+    @property
+    def refresh_hz(self) -> float:
+        """Redraw rate of charts and tables (1 Hz in low-bandwidth mode)."""
+        return 1.0 if self.low_bandwidth else float(self.cfg["ui"]["refresh_hz"])
+
+    def on_mount(self) -> None:
+        if self.low_bandwidth:
+            self.theme = "textual-ansi"
+        self.poll_jobs()
+        self.set_interval(self.poll_s, self.poll_jobs)
+
+    def poll_jobs(self) -> None:
+        """Read what every job wrote since the last poll and fold it into the models (one batch)."""
+        batch = self.tracker.poll()
+        if not batch:
+            return
+        for job, events in batch.events:
+            self.events_ingested += len(events)
+            for view in self.views.values():
+                if view.wants(job.kind):
+                    view.ingest(job, events)
+        for job in batch.changed:
+            for view in self.views.values():
+                if view.wants(job.kind):
+                    view.job_changed(job)
+
+    def ensure_session(self) -> str:
+        """The session id, creating the session on first use."""
+        if self.sid is None:
+            self.sid = self.store.create(self.argv)
+            self.tracker.sid = self.sid
+        return self.sid
+
+    def start_job(self, kind: str, overrides: Optional[Dict[str, Any]] = None) -> Optional[Path]:
+        """Start a job with the app's config plus `overrides`; notify and return None on error."""
+        import copy
+
+        cfg = copy.deepcopy(self.cfg)
+        try:
+            merge(cfg, overrides or {}, "the %s screen" % kind)
+            job_dir = self.runner.start(self.ensure_session(), kind, cfg,
+                                        command=["ms-workbench (tui)", "run", kind] + _as_sets(overrides or {}))
+        except (ConfigError, RunnerError) as exc:
+            self.notify(str(exc), title="cannot start %s" % kind, severity="error", timeout=10)
+            return None
+        self.notify("started %s" % job_dir.name)
+        self.poll_jobs()
+        return job_dir
+
+    def cancel_job(self, jid: str) -> None:
+        """Ask a job's supervisor to stop it."""
+        job = self.tracker.jobs.get(jid)
+        if job is not None and self.runner.cancel(job.dir):
+            self.notify("stopping %s" % jid)
+
+    def action_toggle_low_bandwidth(self) -> None:
+        """Fewer colours and a 1 Hz redraw, for slow links."""
+        self.low_bandwidth = not self.low_bandwidth
+        self.theme = "textual-ansi" if self.low_bandwidth else "textual-dark"
+        if hasattr(self.screen, "set_refresh_hz"):
+            self.screen.set_refresh_hz(self.refresh_hz)
+        self.notify("low-bandwidth mode %s" % ("on" if self.low_bandwidth else "off"))
+
+    def action_request_quit(self) -> None:
+        """Quit; ask first when jobs are running."""
+        running = [j.jid for j in self.tracker.running()]
+        if not running:
+            self.exit()
+            return
+
+        def decided(choice: Optional[str]) -> None:
+            if choice == "stop":
+                for jid in running:
+                    self.cancel_job(jid)
+                self.exit()
+            elif choice == "leave":
+                self.exit(message="left running: %s (session %s)" % (", ".join(running), self.sid))
+
+        self.push_screen(QuitScreen(running), decided)
+
+
+def _lazy_screen(path: str):
+    module, name = path.split(":")
+
+    def make():
+        import importlib
+
+        return getattr(importlib.import_module(module), name)()
+
+    return make
+
+
+def _as_sets(overrides: Dict[str, Any], prefix: str = "") -> List[str]:
+    out = []
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            out += _as_sets(value, prefix + key + ".")
+        else:
+            out.append("--set %s%s=%s" % (prefix, key, value))
+    return out

@@ -1,0 +1,111 @@
+"""Follows every job of a session from its files: new jobs, new events, status changes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from workbench.atomic import read_json
+from workbench.protocol import EventReader
+from workbench.session import JobStatus, SessionStore, job_status
+
+STATUS_EVERY_S = 0.5
+
+
+@dataclass
+class TrackedJob:
+    """One job as the UI knows it: spec, events read so far, derived status."""
+
+    dir: Path
+    spec: Dict[str, Any]
+    reader: EventReader
+    status: JobStatus
+    events: int = 0
+    checked_at: float = 0.0
+
+    @property
+    def jid(self) -> str:
+        """Job id, e.g. train-003."""
+        return self.dir.name
+
+    @property
+    def kind(self) -> str:
+        """Job kind, e.g. train."""
+        return self.spec.get("kind", self.jid.rsplit("-", 1)[0])
+
+
+@dataclass
+class Batch:
+    """What one poll found: events per job and the jobs whose status changed."""
+
+    events: List[Tuple[TrackedJob, List[Dict[str, Any]]]] = field(default_factory=list)
+    changed: List[TrackedJob] = field(default_factory=list)
+    new_jobs: List[TrackedJob] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.changed or self.new_jobs)
+
+    @property
+    def count(self) -> int:
+        """Number of events in the batch."""
+        return sum(len(evs) for _, evs in self.events)
+
+
+class JobTracker:
+    """Polls a session folder; one call returns everything new since the last."""
+
+    def __init__(self, store: SessionStore, sid: Optional[str]):
+        self.store = store
+        self.sid = sid
+        self.jobs: Dict[str, TrackedJob] = {}
+        self._known_dirs = 0
+        self._scanned_at = 0.0
+
+    def _scan(self, batch: Batch) -> None:
+        if self.sid is None:
+            return
+        jobs_dir = self.store.root / self.sid / "jobs"
+        try:
+            dirs = [p for p in jobs_dir.iterdir() if p.name not in self.jobs and (p / "job.json").exists()]
+        except FileNotFoundError:
+            return
+        for path in sorted(dirs, key=lambda p: p.stat().st_mtime):
+            try:
+                spec = read_json(path / "job.json")
+            except (OSError, ValueError):
+                continue
+            job = TrackedJob(path, spec, EventReader(str(path / "events.jsonl")), JobStatus("running", "", None))
+            self.jobs[path.name] = job
+            batch.new_jobs.append(job)
+
+    def poll(self, now: Optional[float] = None) -> Batch:
+        """Read new events of every job and refresh statuses (status at most every 0.5 s)."""
+        now = time.monotonic() if now is None else now
+        batch = Batch()
+        if now - self._scanned_at >= STATUS_EVERY_S or not self.jobs:
+            self._scan(batch)
+            self._scanned_at = now
+        for job in self.ordered():
+            events = job.reader.read_new()
+            if events:
+                job.events += len(events)
+                batch.events.append((job, events))
+            if job in batch.new_jobs or (not job.status.done and (events or now - job.checked_at >= STATUS_EVERY_S)):
+                job.checked_at = now
+                status = job_status(job.dir)
+                if status.state != job.status.state or status.reason != job.status.reason or job in batch.new_jobs:
+                    job.status = status
+                    batch.changed.append(job)
+                else:
+                    job.status = status
+        return batch
+
+    def ordered(self) -> List[TrackedJob]:
+        """Jobs in start order."""
+        return sorted(self.jobs.values(), key=lambda j: (j.spec.get("created", 0), j.jid))
+
+    def running(self) -> List[TrackedJob]:
+        """Jobs still running."""
+        return [j for j in self.jobs.values() if j.status.state == "running"]

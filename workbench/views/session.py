@@ -1,0 +1,61 @@
+"""The Session screen's model: every job, its status and its recent events."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, List, Optional
+
+from workbench.textlog import format_event
+from workbench.views import View
+
+RECENT_EVENTS = 400
+
+
+@dataclass
+class JobRow:
+    """One line of the jobs table."""
+
+    jid: str
+    kind: str
+    state: str
+    reason: str
+    duration_s: Optional[float]
+    device: str
+    events: int = 0
+    lines: Deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+
+
+class SessionView(View):
+    """Jobs of the session in start order, with the latest lines of each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: Dict[str, JobRow] = {}
+
+    def _row(self, job: Any) -> JobRow:
+        row = self.rows.get(job.jid)
+        if row is None:
+            dev = job.spec.get("device") or {}
+            row = JobRow(job.jid, job.kind, job.status.state, job.status.reason, job.status.duration_s,
+                         "%s:%s" % (dev.get("resolved", "?"), dev.get("id", 0)))
+            self.rows[job.jid] = row
+        return row
+
+    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
+        """Keep a readable line per event (steps every 50th)."""
+        row = self._row(job)
+        row.events += 1
+        line = format_event(ev, verbose_steps=50)
+        if line:
+            row.lines.append(line)
+
+    def job_changed(self, job: Any) -> None:
+        """Refresh the row's status."""
+        row = self._row(job)
+        row.state, row.reason, row.duration_s = job.status.state, job.status.reason, job.status.duration_s
+        self.version += 1
+
+    def ordered(self) -> List[JobRow]:
+        """Rows in start order."""
+        return list(self.rows.values())

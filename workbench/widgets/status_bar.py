@@ -1,0 +1,31 @@
+"""The top line: product, session id, resolved device, running jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Static
+
+
+class StatusBar(Static):
+    """Shows the session id and the device jobs will run on."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $primary-background; color: $text; padding: 0 1; }
+    """
+
+    def on_mount(self) -> None:
+        self.refresh_from(self.app)
+
+    def refresh_from(self, app: Any) -> None:
+        """Rebuild the line from the app's state (only when it changed)."""
+        dev = app.device
+        running = len(app.tracker.running()) if app.tracker else 0
+        mode = getattr(app.screen, "title_text", "")
+        text = "ms-workbench │ %s │ session %s │ device %s:%s (%s) │ %s running%s" % (
+            mode, app.sid or "(new)", dev["resolved"], dev["id"],
+            "auto" if dev["requested"] == "auto" else "set", running,
+            " │ low-bandwidth" if app.low_bandwidth else "")
+        if text != getattr(self, "_text", None):
+            self._text = text
+            self.update(text)
