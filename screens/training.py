@@ -1,13 +1,244 @@
-"""The Training screen."""
+"""The Training screen: run form, live curves, perf panel, epochs, confusion matrix, per-class."""
 
 from __future__ import annotations
 
-from screens.kind_screen import KindScreen
+from typing import Any, Dict, List, Optional
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, DataTable, Input, Select, Sparkline, Static
+
+from screens.base import WorkbenchScreen
+from workbench.views.training import TrainingView
+from workbench.widgets.confusion import SHORT_NAMES, ConfusionGrid
+from workbench.widgets.evidence import badge
+
+SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
 
 
-class TrainingScreen(KindScreen):
-    """Training: follows the latest `train` job."""
+def _f(value: Any, fmt: str, unit: str = "") -> str:
+    return (fmt % value) + unit if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
+
+
+def perf_panel(view: TrainingView) -> Table:
+    """Compile time, steady step times, throughput, memory and the device evidence checks."""
+    perf = view.perf
+    steady = perf.get("steady") or {}
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column()
+    compile_s = perf.get("first_step_s")
+    if compile_s is None and view.compile_ms:
+        compile_s = view.compile_ms[0] / 1000.0
+    t.add_row("compile", _f(compile_s, "%.2f", " s") + ("  (+%d recompile)" % (len(view.compile_ms) - 1)
+                                                         if len(view.compile_ms) > 1 else ""))
+    live = sorted(view.step_ms)
+    t.add_row("steady", "median %s  p95 %s" % (_f(steady.get("median_ms", live[len(live) // 2] if live else None), "%.2f", " ms"),
+                                               _f(steady.get("p95_ms"), "%.2f", " ms")))
+    t.add_row("images/s", _f(steady.get("images_per_s"), "%.0f") + ("  (n=%s, warm-up %s)" % (
+        steady.get("n"), perf.get("warmup_steps")) if steady else ""))
+    t.add_row("host RSS", _f(perf.get("peak_host_rss_mb"), "%.0f", " MB (peak)"))
+    dev = perf.get("peak_device_mb")
+    t.add_row("device mem", _f(dev, "%.0f", " MB") if dev is not None else
+              Text(str(perf.get("device_memory_note") or "not measured"), style="dim"))
+    t.add_row("sync", str(perf.get("sync") or "—"))
+    if view.rank_step_ms:
+        slowest = max(view.rank_step_ms, key=view.rank_step_ms.get)
+        ranks = Text()
+        for rank, ms in sorted(view.rank_step_ms.items()):
+            ranks.append("r%d %.1f ms " % (rank, ms), style="bold red" if rank == slowest and len(view.rank_step_ms) > 1 else "")
+        t.add_row("per rank", ranks)
+    for check in view.checks.values():
+        row = Text()
+        row.append_text(badge(str(check.get("status"))))
+        row.append(" " + str(check.get("detail") or "")[:60])
+        t.add_row(str(check.get("title") or check.get("id"))[:14], row)
+    return t
+
+
+def per_class_table(val: Dict[str, Any], plain: bool) -> Table:
+    """Precision, recall, F1 and support per class; the weakest class highlighted."""
+    rows = val.get("per_class") or []
+    t = Table(box=None, padding=(0, 1), header_style="bold", show_edge=False)
+    for name in ("class", "P", "R", "F1", "n"):
+        t.add_column(name, justify="right" if name != "class" else "left")
+    if not rows:
+        return t
+    weakest = min(range(len(rows)), key=lambda i: rows[i].get("f1", 1.0))
+    for i, r in enumerate(rows):
+        style = ("reverse" if plain else "bold red") if i == weakest else ""
+        t.add_row(Text(SHORT_NAMES[i] if i < len(SHORT_NAMES) else str(i), style=style),
+                  "%.3f" % r.get("precision", 0), "%.3f" % r.get("recall", 0), Text("%.3f" % r.get("f1", 0), style=style),
+                  str(r.get("support", "")))
+    return t
+
+
+def profile_table(profile: Dict[str, Any]) -> Optional[Table]:
+    """The top operators of a profiled window, when the run had one."""
+    ops = profile.get("top_ops") or []
+    if not ops:
+        return None
+    t = Table(title="profiled window: %s steps — %s" % (profile.get("steps"), profile.get("note") or ""),
+              box=None, header_style="bold", title_justify="left")
+    for name in ("operator", "type", "count", "total ms", "mean µs", "share"):
+        t.add_column(name, justify="left" if name in ("operator", "type") else "right")
+    for op in ops[:10]:
+        t.add_row(str(op.get("name"))[:40], str(op.get("type", "")), str(op.get("count", "")),
+                  _f(op.get("total_ms"), "%.2f"), _f(op.get("mean_us"), "%.1f"), _f(op.get("share"), "%.1f%%") if
+                  op.get("share") is None or op.get("share") > 1 else _f(100 * op.get("share"), "%.1f%%"))
+    return t
+
+
+class TrainingScreen(WorkbenchScreen):
+    """Start a run and watch it: curves, perf, epochs, confusion matrix and per-class metrics."""
 
     view_name = "training"
-    job_kind = "train"
     title_text = "Training"
+    CSS_PATH = "training.tcss"
+    BINDINGS = [Binding("s", "start", "Start"), Binding("x", "stop", "Stop"),
+                Binding("t", "test", "Test set"), Binding("p", "profile", "Profile run")]
+
+    def compose_body(self) -> ComposeResult:
+        cfg = self.app.cfg
+        with VerticalScroll(id="body"):
+            with Horizontal(id="form"):
+                yield Select([(m, m) for m in ("mlp", "cnn")], value=cfg["model"]["name"], allow_blank=False, id="f-model")
+                yield Select([(m, m) for m in ("graph", "pynative")], value=cfg["train"]["mode"], allow_blank=False, id="f-mode")
+                yield Select([(p, p) for p in ("fp32", "fp16", "amp-O1", "amp-O2")], value=cfg["train"]["precision"],
+                             allow_blank=False, id="f-precision")
+                yield Input(str(cfg["train"]["epochs"]), placeholder="epochs", id="f-epochs", type="integer")
+                yield Input(str(cfg["train"]["batch_size"]), placeholder="batch", id="f-batch", type="integer")
+                yield Input(str(cfg["train"]["lr"]), placeholder="lr", id="f-lr", type="number")
+                yield Select([(d, d) for d in ("auto", "CPU", "GPU", "Ascend")], value=cfg["device"]["target"],
+                             allow_blank=False, id="f-device")
+                yield Button("Start", id="start", variant="success")
+                yield Button("Stop", id="stop", variant="error")
+            yield Static("", id="runline")
+            with Horizontal(id="charts"):
+                with Vertical(id="curves"):
+                    yield Static("loss", id="loss-label", classes="chart-label")
+                    yield Sparkline([], id="loss")
+                    yield Static("step ms", id="step-label", classes="chart-label")
+                    yield Sparkline([], id="steps")
+                yield Static("", id="perf")
+            with Horizontal(id="tables"):
+                table = DataTable(id="epochs", cursor_type="row", zebra_stripes=True)
+                table.add_columns("epoch", "train loss", "val acc", "macro-F1", "epoch s", "best")
+                yield table
+                with Vertical(id="matrix-box"):
+                    yield ConfusionGrid(id="matrix")
+                    yield Static("", id="perclass")
+            yield Static("", id="profile")
+
+    def form_overrides(self) -> Dict[str, Any]:
+        """The run form as config overrides."""
+        def value(widget_id: str) -> Any:
+            return self.query_one("#" + widget_id).value
+
+        def number(widget_id: str, cast):
+            raw = value(widget_id)
+            try:
+                return cast(raw)
+            except (TypeError, ValueError):
+                return raw  # the config check names the key and the bad value
+        return {"model": {"name": value("f-model")},
+                "train": {"mode": value("f-mode"), "precision": value("f-precision"), "epochs": number("f-epochs", int),
+                          "batch_size": number("f-batch", int), "lr": number("f-lr", float)},
+                "device": {"target": value("f-device")}}
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_start()
+        elif event.button.id == "stop":
+            self.action_stop()
+
+    def action_start(self, extra: Optional[Dict[str, Any]] = None) -> None:
+        """Start a training job from the form."""
+        overrides = self.form_overrides()
+        if extra:
+            overrides["train"].update(extra)
+        self.app.start_job("train", overrides)
+
+    def action_profile(self) -> None:
+        """Start a run that profiles 20 steady steps after warm-up."""
+        self.action_start({"profile": {"steps": 20}})
+
+    def action_stop(self) -> None:
+        """Stop the followed training job (it saves a resumable state)."""
+        if self.view.jid and self.view.state == "running":
+            self.app.cancel_job(self.view.jid)
+
+    def action_test(self) -> None:
+        """Evaluate the followed run's best checkpoint on the test set (counted)."""
+        if not self.view.jid:
+            self.app.notify("no training run to test", severity="warning")
+            return
+        if self.view.test_count() >= 1:
+            self.app.notify("the test set was already evaluated %d time(s) for %s: every evaluation is recorded"
+                            % (self.view.test_count(), self.view.jid), severity="warning", timeout=8)
+        self.app.start_job("test", {"test": {"from": self.view.jid}})
+
+    def render_view(self, view: TrainingView) -> None:
+        plain = self.app.low_bandwidth
+        self.query_one("#runline", Static).update(self._runline(view))
+        self.query_one("#loss", Sparkline).data = list(view.loss)[-SPARK_POINTS:]
+        self.query_one("#steps", Sparkline).data = list(view.step_ms)[-SPARK_POINTS:]
+        last_loss = view.loss[-1] if view.loss else None
+        self.query_one("#loss-label", Static).update("loss  last %s  min %s" % (
+            _f(last_loss, "%.4f"), _f(min(view.loss) if view.loss else None, "%.4f")))
+        self.query_one("#step-label", Static).update("step ms, steady only (compile %s, %d warm-up steps not shown)  last %s" % (
+            _f(view.compile_ms[0] / 1000.0 if view.compile_ms else None, "%.2f", " s"), view.warmup_seen,
+            _f(view.step_ms[-1] if view.step_ms else None, "%.2f")))
+        self.query_one("#perf", Static).update(perf_panel(view))
+        self._epochs(view)
+        val = view.latest_val
+        rows = val.get("per_class") or []
+        weakest = min(range(len(rows)), key=lambda i: rows[i].get("f1", 1.0)) if rows else None
+        self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest)
+        self.query_one("#perclass", Static).update(per_class_table(val, plain) if rows else "")
+        prof = profile_table((view.result or {}).get("profile") or {})
+        self.query_one("#profile", Static).update(prof if prof is not None else "")
+
+    def _runline(self, view: TrainingView) -> Text:
+        if not view.jid:
+            return Text("no training run yet — set the form and press s (Start)", style="dim")
+        started = view.started
+        dev = started.get("device") or {}
+        line = Text()
+        line.append(view.jid + " ", style="bold")
+        line.append_text(badge(view.state or "running"))
+        if view.status and view.state != "ok":
+            line.append(" " + view.status.split(":", 1)[-1].strip()[:60] if ":" in view.status else "")
+        prog = view.progress
+        if prog:
+            line.append("  %s  %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"), prog.get("unit", "")))
+        eta = view.eta_s()
+        if eta is not None and view.state == "running":
+            line.append("  ETA %ds" % eta)
+        line.append("  on %s (asked %s) %s %s" % (dev.get("resolved", "?"), dev.get("requested", "?"),
+                                                 started.get("mode", ""), started.get("precision", "")))
+        if view.error:
+            line.append("  %s: %s" % (view.error.get("type"), str(view.error.get("message"))[:80]), style="red")
+        if view.test_count():
+            line.append("  test set evaluated %d×" % view.test_count(), style="yellow" if view.test_count() > 1 else "")
+        return line
+
+    def _epochs(self, view: TrainingView) -> None:
+        table = self.query_one("#epochs", DataTable)
+        keys = {str(k.value) for k in table.rows}
+        if view.jid and any(not k.startswith(view.jid + ":") for k in keys):
+            table.clear()
+            keys = set()
+        best = view.best
+        for ev in view.epochs:
+            key = "%s:%s" % (view.jid, ev.get("epoch"))
+            val = ev.get("val") or {}
+            cells = (str(ev.get("epoch")), _f(ev.get("train_loss"), "%.4f"), _f(val.get("accuracy"), "%.4f"),
+                     _f(val.get("macro_f1"), "%.4f"), _f(ev.get("epoch_s"), "%.1f"), "★" if ev is best else "")
+            if key in keys:
+                table.update_cell(key, table.ordered_columns[-1].key, cells[-1])
+            else:
+                table.add_row(*cells, key=key)
