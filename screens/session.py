@@ -54,6 +54,8 @@ class SessionScreen(WorkbenchScreen):
     def __init__(self) -> None:
         super().__init__()
         self.selected: Optional[str] = None
+        self._shown = ("", 0)  # (jid, lines written) already in the events log
+        self._stderr_size = -1
 
     def compose_body(self) -> ComposeResult:
         table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
@@ -91,13 +93,23 @@ class SessionScreen(WorkbenchScreen):
             return
         self.query_one("#selected", Static).update("%s — %s" % (row.jid, row.state + (": " + row.reason if row.reason else "")))
         log = self.query_one("#events", Log)
-        log.clear()
-        log.write_lines(list(row.lines)[-200:])
+        jid, written = self._shown
+        if jid != row.jid:
+            log.clear()
+            log.write_lines(list(row.lines)[-200:])
+            self._stderr_size = -1
+        elif row.written > written:  # append only what is new: cheap at high event rates
+            log.write_lines(list(row.lines)[-min(row.written - written, 200):])
+        self._shown = (row.jid, row.written)
         job = self.app.tracker.jobs.get(row.jid)
-        err = self.query_one("#stderr", Log)
-        err.clear()
         if job is not None:
-            err.write(stderr_tail(str(job.dir / "stderr.log")) or "(empty)")
+            path = str(job.dir / "stderr.log")
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if size != self._stderr_size:
+                self._stderr_size = size
+                err = self.query_one("#stderr", Log)
+                err.clear()
+                err.write(stderr_tail(path) or "(empty)")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value if event.row_key else None

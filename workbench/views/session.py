@@ -23,6 +23,7 @@ class JobRow:
     duration_s: Optional[float]
     device: str
     events: int = 0
+    written: int = 0  # lines ever appended (monotonic), so a screen can append only what is new
     lines: Deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
 
 
@@ -49,6 +50,7 @@ class SessionView(View):
         line = format_event(ev, verbose_steps=50)
         if line:
             row.lines.append(line)
+            row.written += 1
 
     def job_changed(self, job: Any) -> None:
         """Refresh the row's status."""
