@@ -135,6 +135,13 @@ def _as_array(side: str, value: Any) -> np.ndarray:
     return arr
 
 
+def _label(arr: Optional[np.ndarray], declared: Any) -> Optional[str]:
+    """The dtype name to report: the declared one if given, else the array's own."""
+    if arr is None:
+        return None
+    return dtype_name(arr.dtype if declared is None else declared)
+
+
 def _empty_result(name: str, shape: Any, dtypes: Dict[str, Optional[str]],
                   tol: Optional[Tolerance], atol: Any, rtol: Any) -> Dict[str, Any]:
     """A result with every number unset, for comparisons that never reached the numbers."""
@@ -194,16 +201,14 @@ def diff_tensors(
         raise ValueError(f"{name}: both reference and candidate are missing")
     ref_arr = None if ref is None else _as_array(f"{name} reference", ref)
     cand_arr = None if cand is None else _as_array(f"{name} candidate", cand)
-    dtypes = {
-        "ref": None if ref_arr is None else dtype_name(ref_arr.dtype if ref_dtype is None else ref_dtype),
-        "cand": None if cand_arr is None else dtype_name(cand_arr.dtype if cand_dtype is None else cand_dtype),
-    }
+    dtypes = {"ref": _label(ref_arr, ref_dtype), "cand": _label(cand_arr, cand_dtype)}
 
     # A tensor on one side only is a failure of the comparison, never a skip.
     if ref_arr is None or cand_arr is None:
         present = cand_arr if ref_arr is None else ref_arr
         result = _empty_result(name, list(present.shape), dtypes, None, atol, rtol)
-        result["reason"] = "present only in candidate" if ref_arr is None else "present only in reference"
+        only = "candidate" if ref_arr is None else "reference"
+        result["reason"] = f"present only in {only}"
         return result
 
     tol = tolerances_for(dtypes["ref"], dtypes["cand"], {"rtol": rtol, "atol": atol})
@@ -244,7 +249,10 @@ def diff_tensors(
         fin_ref = r[finite]
         nonzero = fin_ref != 0
         max_abs = float(fin_abs.max())
-        max_rel = float((fin_abs[nonzero] / np.abs(fin_ref[nonzero])).max()) if nonzero.any() else max_abs
+        if nonzero.any():
+            max_rel = float((fin_abs[nonzero] / np.abs(fin_ref[nonzero])).max())
+        else:
+            max_rel = max_abs
         result.update(
             max_abs=_num(max_abs), max_rel=_num(max_rel),
             mean_abs=_num(float(fin_abs.mean())), cosine=_cosine(fin_ref, c[finite]),
@@ -292,7 +300,8 @@ def class_flips(ref_logits: Any, cand_logits: Any) -> Dict[str, Any]:
     ref_arr, cand_arr = np.asarray(ref_logits), np.asarray(cand_logits)
     if ref_arr.ndim != 2 or ref_arr.shape != cand_arr.shape:
         raise ValueError(
-            f"logits: expected two [N, C] arrays of the same shape, got {ref_arr.shape} and {cand_arr.shape}"
+            "logits: expected two [N, C] arrays of the same shape, "
+            f"got {ref_arr.shape} and {cand_arr.shape}"
         )
     ref_cls = np.argmax(ref_arr, axis=1)
     cand_cls = np.argmax(cand_arr, axis=1)

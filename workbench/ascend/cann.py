@@ -111,7 +111,7 @@ def _home_candidates(env: Mapping[str, str], root: str) -> List[Tuple[str, str]]
     for path in sorted(versioned, key=lambda p: _version_key(os.path.basename(p)[5:]), reverse=True):
         found.append(("usual", path))
     if env.get("HOME"):
-        found.append(("usual", os.path.join(env["HOME"], "Ascend", "ascend-toolkit", "latest")))
+        found.append(("usual", under_root(os.path.join(env["HOME"], "Ascend", "ascend-toolkit", "latest"), root)))
     return found
 
 

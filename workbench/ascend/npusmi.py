@@ -71,7 +71,10 @@ def _split_metrics(cell: str) -> Tuple[List[str], List[Optional[List[float]]]]:
 
 
 def _layout_name(id_column: str, hbm: bool, container_pid: bool, seen: bool) -> str:
-    """Name the layout: chip-hbm (910/910B), phyid-hbm (A3), device-nohbm (310/310B/310P)."""
+    """Name the layout: chip-hbm (910/910B), phyid-hbm (A3), device-nohbm (310/310B/310P).
+
+    "+container-pid" marks the wider 26.x process table; "none" means no device table was seen.
+    """
     if not seen:
         return "none"
     name = "%s-%s" % (id_column, "hbm" if hbm else "nohbm")
@@ -160,6 +163,8 @@ def parse_info(text: str) -> NpuSmiInfo:
     if pending is not None:
         info.devices.append(_device(pending, None, hbm))
     info.layout = _layout_name(id_column, hbm, container, seen)
+    if seen and not info.devices and info.unparsed:
+        info.layout = "unknown"  # a device table whose rows have no known shape
     return info
 
 
@@ -195,7 +200,7 @@ def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Opt
     for entry in errors.explain(text):
         if entry["id"].startswith("dcmi-") or entry["id"].startswith("npu-smi-"):
             return {"code": entry["id"], "cause": entry["cause"], "hint": entry["next_check"]}
-    if returncode == TIMEOUT_RC and "lock" in text and "timed out" in text:
+    if returncode == TIMEOUT_RC and "wait timed out" in text:
         return {"code": "lock-busy", "cause": "another npu-smi poller held the lock for the whole timeout",
                 "hint": "look for a stuck npu-smi process (ps -eo pid,stat,cmd | grep npu-smi)"}
     if returncode == TIMEOUT_RC and "timed out" in text:
@@ -220,21 +225,30 @@ def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0,
     """
     start = time.monotonic()
     deadline = start + timeout_s
-    os.makedirs(os.path.dirname(os.path.abspath(lock_path)), exist_ok=True)
-    with open(lock_path, "a") as lock:
+    lock_fd = _open_lock(lock_path)
+    try:
         while True:
             try:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     return (TIMEOUT_RC, "", "npu-smi lock %s: wait timed out after %.1f s"
                             % (lock_path, timeout_s), time.monotonic() - start)
                 time.sleep(0.02)
-        try:
-            return _run_locked(list(args), deadline, start, timeout_s)
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        return _run_locked(list(args), deadline, start, timeout_s)
+    finally:
+        os.close(lock_fd)  # closing the descriptor releases the lock
+
+
+def _open_lock(lock_path: str) -> int:
+    """Open (creating if needed) the lock file read-only: flock needs no write access,
+    so users sharing one machine-wide lock file can all take it."""
+    os.makedirs(os.path.dirname(os.path.abspath(lock_path)), exist_ok=True)
+    try:
+        return os.open(lock_path, os.O_RDONLY | os.O_CREAT, 0o666)
+    except PermissionError:
+        return os.open(lock_path, os.O_RDONLY)  # another user's file in a sticky directory
 
 
 def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float) -> Tuple[int, str, str, float]:
@@ -258,7 +272,7 @@ def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float
             out, err = proc.communicate(timeout=_KILL_GRACE_S)
         except subprocess.TimeoutExpired:
             # A query stuck in the driver (state D) survives SIGKILL: leave it, report it.
-            out, err = "", "npu-smi did not exit after SIGKILL (stuck in the driver?)"
+            out, err = "", "npu-smi output still open after SIGKILL (stuck in the driver?)"
         note = "npu-smi timed out after %.1f s; process group killed" % timeout_s
         return TIMEOUT_RC, out or "", ((err or "") + "\n" + note).strip(), time.monotonic() - start
 

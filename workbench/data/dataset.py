@@ -29,6 +29,7 @@ IMAGE_HW = (28, 28)
 class FashionMnist:
     """Images uint8 [N, 28, 28], labels int32 [N] in 0..9, and where they came from."""
 
+    # Official images are read-only views of the verified file content: copy before editing.
     train_images: np.ndarray
     train_labels: np.ndarray
     test_images: np.ndarray

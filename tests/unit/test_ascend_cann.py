@@ -1,0 +1,174 @@
+"""CANN discovery, version files and set_env.sh status, on trees built from real captures."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+
+import pytest
+
+from tests.fixtures.ascend_fakes import (
+    DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, fixture_text,
+    make_fake_ascend_tree, section, transcript_files,
+)
+from workbench.ascend import cann
+
+
+def test_install_info_fixtures():
+    dk = cann.parse_install_info(command_output(fixture_text(DK_A2_INFO), "ascend_toolkit_install.info"))
+    assert dk["version"] == "7.0.RC1" and dk["innerversion"] == "V100R001C13SPC005B246"
+    assert dk["arch"] == "aarch64" and dk["path"] == "/usr/local/Ascend/ascend-toolkit/7.0.RC1/aarch64-linux"
+    docker = cann.parse_install_info(command_output(fixture_text(DOCKER_FIXTURE), "ascend_toolkit_install.info"))
+    assert (docker["package_name"], docker["version"]) == ("Ascend-cann-toolkit", "8.0.0")
+    assert docker["innerversion"] == "V100R001C20SPC001B251"
+    files = dict(transcript_files(fixture_text(VERSIONS_800IA2)))
+    a2 = cann.parse_install_info(files["/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info"])
+    assert a2["version"] == "8.2.RC1"
+
+
+def test_version_cfg_fixture():
+    cfg = cann.parse_version_cfg(section(fixture_text(SET_ENV_FIXTURE), "# version: 1.0", "echo $PATH"))
+    assert (cfg["cann_version"], cfg["internal_version"]) == ("8.0.0", "7.6.0.1.220")
+    assert set(cfg["entries"]) == {"runtime", "compiler", "hccl", "opp", "toolkit", "aoe", "ncs"}
+    assert cfg["entries"]["opp"]["installed"] == [["7.6.0.1.220", "8.0.0"]]
+    assert set(cfg["entries"]["toolkit"]) == {"running", "upgrade", "installed"}
+
+
+def test_version_info_fixtures():
+    text = fixture_text(VERSIONS_800IA2)
+    one = dict(transcript_files(section(text, "# Source 1:", "# Source 2:")))
+    driver = cann.parse_version_info(one["/usr/local/Ascend/driver/version.info"])
+    assert (driver["version"], driver["package_version"]) == ("25.0.rc1.1", "25.0.rc1.1")
+    assert driver["fields"]["compatible_version_fw"] == "[7.0.0,7.7.99]"
+    firmware = cann.parse_version_info(one["/usr/local/Ascend/firmware/version.info"])
+    assert firmware["version"] == "7.7.0.1.231"
+    toolkit = cann.parse_version_info(one["/usr/local/Ascend/ascend-toolkit/latest/toolkit/version.info"])
+    assert (toolkit["version"], toolkit["version_dir"]) == ("8.2.0.0.201", "8.2.RC1")
+    assert toolkit["fields"]["required_package_opp_kernel_version"] == ">=7.6, <=8.2"
+    atb = cann.parse_version_info(one["/usr/local/Ascend/nnal/atb/latest/version.info"])
+    assert atb["fields"]["Ascend-cann-atb Version"] == "8.2.RC1.B150"
+    two = dict(transcript_files(section(text, "# Source 2:", "# Source 3:")))
+    assert cann.parse_version_info(two["/usr/local/Ascend/driver/version.info"])["version"] == "24.1.rc3"
+    assert cann.parse_version_info(two["/usr/local/Ascend/firmware/version.info"])["version"] == "7.5.0.1.129"
+
+
+def test_firmware_range_check():
+    text = fixture_text(VERSIONS_800IA2)
+    one = dict(transcript_files(section(text, "# Source 1:", "# Source 2:")))
+    two = dict(transcript_files(section(text, "# Source 2:", "# Source 3:")))
+    drv25 = cann.parse_version_info(one["/usr/local/Ascend/driver/version.info"])["fields"]
+    drv24 = cann.parse_version_info(two["/usr/local/Ascend/driver/version.info"])["fields"]
+    assert cann.firmware_in_driver_range(drv25, "7.7.0.1.231") is True
+    assert cann.firmware_in_driver_range(drv24, "7.5.0.1.129") is True
+    assert cann.firmware_in_driver_range(drv24, "7.7.0.1.231") is False  # 7.7 is past [7.0.0,7.5.99]
+    assert cann.firmware_in_driver_range({}, "7.7.0.1.231") is None
+
+
+@pytest.mark.parametrize("fixture, version, version_from, internal, driver, firmware", [
+    ("8.0.0", "8.0.0", "ascend_toolkit_install.info", "7.6.0.1.220", "24.1.rc3", "7.5.0.1.129"),
+    ("8.2.RC1", "8.2.RC1", "ascend_toolkit_install.info", "8.2.0.0.201", "25.0.rc1.1", "7.7.0.1.231"),
+    ("7.0.RC1", "7.0.RC1", "ascend_toolkit_install.info", None, None, None),
+])
+def test_fake_trees_found_through_env(tmp_path, fixture, version, version_from, internal, driver, firmware):
+    env = make_fake_ascend_tree(tmp_path, fixture)
+    found = cann.find_toolkit(env, str(tmp_path))
+    assert found["found"] and found["source"] == "ASCEND_HOME_PATH"
+    assert found["home"] == str(tmp_path / "usr/local/Ascend/ascend-toolkit/latest")
+    assert (found["version"], found["version_from"], found["internal_version"]) == (version, version_from, internal)
+    assert found["install_info"]["file"].endswith("aarch64-linux/ascend_toolkit_install.info")
+    status = cann.driver_status(str(tmp_path))
+    assert (status["driver"]["version"], status["firmware"]["version"]) == (driver, firmware)
+    if driver is None:
+        assert str(tmp_path / "var/davinci/driver/version.info") in status["missing"]
+        assert status["firmware_in_driver_range"] is None
+    else:
+        assert status["firmware_in_driver_range"] is True and status["missing"] == []
+
+
+def test_version_cfg_missing_is_listed(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.2.RC1")
+    found = cann.find_toolkit(env, str(tmp_path))
+    assert found["version_cfg"] is None
+    assert found["missing"] == [os.path.join(found["home"], "version.cfg")]
+    assert found["components"]["opp_kernel"]["fields"]["ops_version"] == "8.2.0.0.201"
+
+
+def test_found_without_env_under_usual_root(tmp_path):
+    make_fake_ascend_tree(tmp_path, "8.0.0")
+    found = cann.find_toolkit({}, str(tmp_path))
+    assert found["found"] and found["source"] == "usual" and found["version"] == "8.0.0"
+    assert found["looked_at"][0] == {"path": str(tmp_path / "usr/local/Ascend/ascend-toolkit/latest"),
+                                     "source": "usual", "exists": True}
+
+
+def test_env_pointing_nowhere_is_shown_and_usual_root_used(tmp_path):
+    make_fake_ascend_tree(tmp_path, "8.0.0")
+    found = cann.find_toolkit({"ASCEND_HOME_PATH": "/opt/gone/latest"}, str(tmp_path))
+    assert found["looked_at"][0] == {"path": str(tmp_path / "opt/gone/latest"), "source": "ASCEND_HOME_PATH",
+                                     "exists": False}
+    assert found["source"] == "usual" and found["version"] == "8.0.0"
+
+
+def test_cann_85_versioned_directory_layout(tmp_path):
+    # CANN 8.5 installs as /usr/local/Ascend/cann-<version>; no recorded files from it yet,
+    # so only discovery and the version from the directory name are checked.
+    (tmp_path / "usr/local/Ascend/cann-8.3.RC1").mkdir(parents=True)
+    (tmp_path / "usr/local/Ascend/cann-8.5.0").mkdir(parents=True)
+    found = cann.find_toolkit({}, str(tmp_path))
+    assert found["home"] == str(tmp_path / "usr/local/Ascend/cann-8.5.0")
+    assert (found["version"], found["version_from"]) == ("8.5.0", "directory name")
+    assert found["install_info"] is None
+
+
+def test_nothing_installed(tmp_path):
+    found = cann.find_toolkit({"HOME": str(tmp_path / "home")}, str(tmp_path))
+    assert not found["found"] and found["home"] is None and found["version"] is None
+    assert str(tmp_path / "usr/local/Ascend/ascend-toolkit/latest") in found["missing"]
+    assert str(tmp_path / "home/Ascend/ascend-toolkit/latest") in found["missing"]
+    status = cann.driver_status(str(tmp_path))
+    assert not status["driver"]["found"] and len(status["missing"]) == 3
+
+
+def test_set_env_sourced(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == "observed-pass" and status["sourced"] and status["missing"] == []
+    # Every entry the recorded set_env.sh adds is checked, and all exist in the built tree.
+    assert len(status["checks"]) == 19
+    assert all(check["present"] and check["exists"] for check in status["checks"])
+    tiling = [c for c in status["checks"] if "op_tiling" in c["expected"]]
+    assert tiling[0]["expected"].endswith(os.path.join("linux", platform.machine()))
+
+
+def test_set_env_not_sourced(tmp_path):
+    make_fake_ascend_tree(tmp_path, "8.0.0")
+    status = cann.set_env_status({"PATH": "/usr/bin:/bin"}, str(tmp_path))
+    assert status["status"] == "observed-fail" and not status["sourced"]
+    assert "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset" in status["detail"]
+
+
+def test_set_env_partial_names_what_is_missing(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    home = env["ASCEND_HOME_PATH"]
+    env["LD_LIBRARY_PATH"] = ":".join(p for p in env["LD_LIBRARY_PATH"].split(":") if p != home + "/lib64")
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == "observed-fail"
+    assert status["missing"] == ["LD_LIBRARY_PATH: %s/lib64 not set" % home]
+
+
+def test_set_env_pointing_at_removed_directory(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    shutil.rmtree(os.path.join(env["ASCEND_OPP_PATH"]))
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == "observed-fail"
+    assert "ASCEND_OPP_PATH: %s does not exist" % env["ASCEND_OPP_PATH"] in status["missing"]
+
+
+def test_optional_entry_missing_does_not_fail(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    shutil.rmtree(os.path.join(env["ASCEND_HOME_PATH"], "tools", "aml"))
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == "observed-pass"
+    aml = [c for c in status["checks"] if c["expected"].endswith(os.path.join("aml", "lib64"))]
+    assert aml[0]["present"] and not aml[0]["exists"] and not aml[0]["required"]

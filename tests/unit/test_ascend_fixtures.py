@@ -1,0 +1,25 @@
+"""The in-repo Ascend fixtures: copies of shared/fixtures/ascend, and labelled derived inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.ascend_fakes import FIXTURE_DIR, shared_dir
+
+SHARED = shared_dir() / "fixtures" / "ascend"
+
+
+def test_every_shared_fixture_is_copied():
+    if not SHARED.is_dir():
+        pytest.skip("no shared/fixtures/ascend at %s (set MSWB_SHARED)" % SHARED)
+    for source in sorted(SHARED.iterdir()):
+        copy = FIXTURE_DIR / source.name
+        assert copy.is_file(), "%s has no copy in %s" % (source.name, FIXTURE_DIR)
+        assert copy.read_bytes() == source.read_bytes(), "%s differs from %s" % (copy, source)
+
+
+def test_derived_inputs_say_so():
+    derived = sorted(FIXTURE_DIR.glob("derived_*"))
+    assert len(derived) == 2
+    for path in derived:
+        assert path.read_text().startswith("# DERIVED test input, not a capture."), path
