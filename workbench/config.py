@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -17,6 +18,15 @@ PRECISIONS = ("fp32", "fp16", "amp-O1", "amp-O2")
 
 class ConfigError(Exception):
     """A configuration value is unknown, of the wrong type or out of range."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads 1e-3 as a float (YAML 1.2), the way people write learning rates."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 @dataclass
@@ -128,7 +138,14 @@ SCHEMA: Dict[str, Any] = {
         "dynamic_batch": _f(False, bool),
         "samples_per_class": _f(2, int, min=1, max=100),
     },
-    "env": {"probes": _f(True, bool), "npu_smi": _f("npu-smi", str)},
+    "env": {
+        "probes": _f(True, bool),
+        "npu_smi": _f("npu-smi", str, doc="npu-smi command name or path (its basename must be npu-smi)"),
+        "npu_smi_timeout_s": _f(20.0, float, int, min=1, doc="time limit of one npu-smi run, lock wait included"),
+        "root": _f("/", str, doc="filesystem root under which Ascend paths are looked up (tests: a fake tree)"),
+        "only_probes": _f(False, bool, doc="run only the device probes (the Environment screen's p key)"),
+        "probe_module": _f("jobs.probe", str, doc="module run as one probe (tests: a stand-in that hangs or crashes)"),
+    },
     "limits": {
         "job_timeout_s": _f(0.0, float, int, min=0, doc="0 = no limit"),
         "stall_s": _f(300.0, float, int, min=0, doc="0 = no watchdog"),
@@ -200,7 +217,7 @@ def merge(base: Dict[str, Any], layer: Any, source: str, schema: Dict[str, Any] 
         full = prefix + str(key)
         if key not in schema:
             known = ", ".join(sorted(schema))
-            raise ConfigError("%s: unknown key %r (known here: %s)" % (source, full, known))
+            raise ConfigError("%s: unknown key %r with value %r (known here: %s)" % (source, full, value, known))
         spec = schema[key]
         if isinstance(spec, dict):
             merge(base.setdefault(key, {}), value, source, spec, full + ".")
@@ -217,7 +234,7 @@ def parse_set(item: str) -> Dict[str, Any]:
     if not key.strip():
         raise ConfigError("--set %r: empty key" % item)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise ConfigError("--set %r: value is not valid YAML: %s" % (item, exc))
     out: Dict[str, Any] = {}
@@ -236,7 +253,7 @@ def load_file(path: Path) -> Any:
     except OSError as exc:
         raise ConfigError("%s: cannot read config file: %s" % (path, exc.strerror or exc))
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise ConfigError("%s: not valid YAML: %s" % (path, exc))
 

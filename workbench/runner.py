@@ -89,6 +89,8 @@ class JobRunner:
             if (job_dir / "exit.json").exists() or time.time() > deadline:
                 return False
             time.sleep(0.05)
+        if (job_dir / "exit.json").exists():
+            return False  # it has ended: its pids may belong to other processes by now
         pids = read_json(job_dir / "pids.json")
         try:
             os.kill(pids["supervisor"], signal.SIGTERM)

@@ -46,7 +46,7 @@ def try_lock(lock_path: Path, holder: Dict[str, Any]) -> Tuple[Optional[int], Op
         finally:
             os.close(fd)
         return None, who
-    text = "job %s (pid %d)" % (holder["jid"], holder["pid"])
+    text = "job %s/%s (pid %d)" % (holder["session"], holder["jid"], holder["pid"])
     os.ftruncate(fd, 0)
     os.pwrite(fd, text.encode(), 0)
     return fd, None
@@ -61,7 +61,19 @@ def kill_group(pgid: int, sig: int) -> None:
 
 
 def group_alive(pgid: int) -> bool:
-    """True while any process of the group exists."""
+    """True while any process of the group is alive (zombies left for init do not count)."""
+    if os.path.isdir("/proc/self"):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry, "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                return True
+        return False
     try:
         os.killpg(pgid, 0)
         return True
@@ -93,7 +105,8 @@ def supervise(job_dir: Path) -> int:
     }
     lock_fd = None
     if spec.get("lock"):
-        lock_fd, holder = try_lock(Path(spec["lock"]), {"jid": spec["jid"], "pid": os.getpid()})
+        lock_fd, holder = try_lock(Path(spec["lock"]), {"jid": spec["jid"], "session": spec.get("session"),
+                                                          "pid": os.getpid()})
         if lock_fd is None:
             record.update(refused="device %s:%s is held by %s" % (
                 spec["device"]["resolved"], spec["device"]["id"], holder), ended_at=time.time())

@@ -1,0 +1,116 @@
+"""Shared test helpers: a sessions folder, the real CLI in a subprocess, polling, event checks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+from workbench.atomic import read_json
+from workbench.protocol import validate_file
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli_argv(*args: Any) -> list:
+    """The argv of `python -m workbench ARGS` with this interpreter."""
+    return [sys.executable, "-m", "workbench"] + [str(a) for a in args]
+
+
+def cli_env(env: Optional[dict] = None) -> dict:
+    """This process's environment with the project importable, plus `env` on top."""
+    full = dict(os.environ)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    full.update(env or {})
+    return full
+
+
+def run_cli(*args: Any, env: Optional[dict] = None, timeout: float = 60.0,
+            cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """Run `python -m workbench ARGS` as a real subprocess; return it with text stdout/stderr."""
+    return subprocess.run(cli_argv(*args), cwd=str(cwd or PROJECT_ROOT), env=cli_env(env),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, poll_s: float = 0.05, what: str = "") -> Any:
+    """Poll `predicate` until it returns something truthy and return that; fail after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (
+                timeout_s, what or getattr(predicate, "__name__", "a condition")))
+        time.sleep(poll_s)
+
+
+def assert_events_valid(job_dir: Path) -> None:
+    """Every line of the job's events.jsonl is a valid v1 event with contiguous seq."""
+    path = Path(job_dir) / "events.jsonl"
+    assert path.is_file(), "%s: no events.jsonl" % job_dir
+    problems = validate_file(str(path))
+    assert not problems, "%s:\n  %s" % (path, "\n  ".join(problems[:20]))
+
+
+def _damages_events_on_purpose(job_dir: Path) -> bool:
+    """Jobs configured to write torn or garbage lines are checked by their own tests instead."""
+    try:
+        drill = read_json(job_dir / "config.json").get("drill") or {}
+    except (OSError, ValueError):
+        return False
+    return bool(drill.get("torn") or drill.get("garbage"))
+
+
+def _stop_leftovers(root: Path) -> None:
+    """SIGKILL the supervisors and job groups a test left running (a failed test, say)."""
+    for pids_path in root.glob("*/jobs/*/pids.json"):
+        if (pids_path.parent / "exit.json").exists():
+            continue
+        try:
+            pids = read_json(pids_path)
+        except (OSError, ValueError):
+            continue
+        for kill, target in ((os.kill, pids.get("supervisor")), (os.killpg, pids.get("pgid"))):
+            if target:
+                try:
+                    kill(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
+@pytest.fixture
+def sessions(tmp_path, monkeypatch) -> Path:
+    """A sessions root for one test; afterwards every job's events.jsonl must validate."""
+    root = tmp_path / "sessions"
+    # A command that forgets --sessions still lands here, never in the project's sessions/.
+    monkeypatch.setenv("MS_WORKBENCH_SESSIONS", str(root))
+    yield root
+    _stop_leftovers(root)
+    for job_dir in sorted(root.glob("*/jobs/*")):
+        if (job_dir / "events.jsonl").exists() and not _damages_events_on_purpose(job_dir):
+            assert_events_valid(job_dir)
+
+
+@pytest.fixture(name="run_cli")
+def run_cli_fixture() -> Callable[..., subprocess.CompletedProcess]:
+    """The `run_cli` helper."""
+    return run_cli
+
+
+@pytest.fixture(name="wait_for")
+def wait_for_fixture() -> Callable[..., Any]:
+    """The `wait_for` helper."""
+    return wait_for
+
+
+@pytest.fixture(name="assert_events_valid")
+def assert_events_valid_fixture() -> Callable[[Path], None]:
+    """The `assert_events_valid` helper."""
+    return assert_events_valid
