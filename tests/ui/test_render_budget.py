@@ -1,0 +1,77 @@
+"""The UI must not slow the job: hidden screens do not redraw, keys are handled during bursts."""
+
+import json
+import time
+
+from textual.binding import Binding
+
+from tests.ui.recorded import make_recorded_session
+from workbench.app import WorkbenchApp
+from workbench.config import defaults
+from workbench.protocol import encode
+from workbench.session import SessionStore
+
+
+class ProbeApp(WorkbenchApp):
+    """The app with one binding that records when its handler ran."""
+
+    BINDINGS = WorkbenchApp.BINDINGS + [Binding("f12", "probe", "probe", show=False)]
+    handled = 0
+
+    def action_probe(self) -> None:
+        self.handled += 1
+
+
+def _append_steps(path, start, n):
+    with open(path, "a") as fh:
+        for i in range(start, start + n):
+            fh.write(encode({"v": 1, "seq": i, "t": 0.0, "type": "step", "epoch": 1, "step": i + 1,
+                             "loss": 1.0 / (i + 1), "step_ms": 2.0, "batch_size": 64}))
+
+
+async def _until(pilot, predicate, timeout_s=15.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await pilot.pause(0.05)
+
+
+async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
+    started = {"v": 1, "seq": 0, "t": 0.0, "type": "started", "kind": "train", "pid": 1, "python": "p",
+               "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
+    sid = make_recorded_session(tmp_path, [("train-001", "train", [started], None)])
+    events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
+    app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        training = app.screen
+        await _until(pilot, lambda: training.redraws >= 1)
+        await pilot.press("6")  # Training is now hidden
+        await pilot.pause(0.3)
+        before_redraws, before_version = training.redraws, app.views["training"].version
+        for k in range(5):
+            _append_steps(events, 1 + 100 * k, 100)
+            await pilot.pause(0.3)
+        await _until(pilot, lambda: app.views["training"].steps_seen == 500)
+        assert app.views["training"].version > before_version  # the model kept up ...
+        assert training.redraws == before_redraws  # ... but the hidden screen drew nothing
+        await pilot.press("3")
+        await _until(pilot, lambda: training.redraws == before_redraws + 1)  # one redraw on return
+
+
+async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
+    sid = make_recorded_session(tmp_path, [("drill-001", "drill", [], None)])
+    events = tmp_path / sid / "jobs" / "drill-001" / "events.jsonl"
+    app = ProbeApp(SessionStore(tmp_path), sid, defaults())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("6")
+        _append_steps(events, 0, 10_000)
+        pressed = 0
+        while app.events_ingested < 10_000 or pressed < 5:
+            await pilot.press("f12")
+            pressed += 1
+            await pilot.pause(0.01)
+            assert pressed < 2000
+        await _until(pilot, lambda: app.handled == pressed)
+        assert app.events_ingested == 10_000
+        assert json.loads(open(events).readlines()[-1])["seq"] == 9_999
