@@ -75,7 +75,7 @@ class WorkbenchApp(App):
         Binding("4", "switch_mode('alignment')", "Align"),
         Binding("5", "switch_mode('export')", "Export"),
         Binding("6", "switch_mode('session')", "Session"),
-        Binding("ctrl+b", "toggle_low_bandwidth", "Low bw", show=False),
+        Binding("ctrl+b", "toggle_low_bandwidth", "Low bw"),
         Binding("q", "request_quit", "Quit"),
     ]
 

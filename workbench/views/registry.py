@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from workbench.views.data import DataView
+from workbench.views.alignment import AlignmentView
 from workbench.views.kind import KindView
 from workbench.views.session import SessionView
 from workbench.views.training import TrainingView
 
 VIEWS = {
     "environment": lambda: KindView("env"),
-    "data": lambda: KindView("data"),
+    "data": DataView,
     "training": TrainingView,
-    "alignment": lambda: KindView("align"),
+    "alignment": AlignmentView,
     "export": lambda: KindView("export"),
     "session": SessionView,
 }
