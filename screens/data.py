@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from rich.console import Group
 from rich.table import Table
@@ -108,7 +108,8 @@ def contract_table(view: DataView) -> Table:
                                                               _num(view.val_fraction), sizes))
     if split:
         grid.add_row("indices", "%s train %s val %s" % (
-            str(split.get("index_file", "artifacts/split.npz")).rsplit("/", 1)[-1], _short(split.get("train_sha256"), 8),
+            str(split.get("index_file", "artifacts/split.npz")).rsplit("/", 1)[-1],
+            _short(split.get("train_sha256"), 8),
             _short(split.get("val_sha256"), 8)))
     grid.add_row("classes", " ".join("%d %s" % (i, n) for i, n in enumerate(view.class_names)))
     return grid
@@ -197,6 +198,12 @@ class DataScreen(WorkbenchScreen):
         # Body padding and scrollbar take 4 columns; the last image needs no gutter.
         self.query_one("#gallery", Grid).styles.grid_size_columns = max(1, (width - 4 + 1) // SLOT_CELLS)
 
+    def maybe_refresh(self) -> None:
+        """Redraw as the base does, and also when low-bandwidth mode was switched since the last draw."""
+        if getattr(self, "_drawn_plain", None) not in (None, self.app.low_bandwidth):
+            self._rendered = -1
+        super().maybe_refresh()
+
     # Actions.
 
     def current_seed(self) -> int:
@@ -251,7 +258,7 @@ class DataScreen(WorkbenchScreen):
     # Drawing.
 
     def render_view(self, view: DataView) -> None:
-        plain = self.app.low_bandwidth
+        plain = self._drawn_plain = self.app.low_bandwidth
         self.query_one("#headline", Static).update(self.headline(view))
         banner = self.query_one("#banner", Static)
         banner_text = self.banner(view)
@@ -319,8 +326,9 @@ class DataScreen(WorkbenchScreen):
         samples = view.samples(self.selected_class)
         note = self.query_one("#gallery-note", Static)
         if samples:
-            note.update(Text("%d %s from the train split, real pixels (%s); #index in the official training set" % (
-                len(samples), names[self.selected_class], "ASCII ramp" if plain else "▀ = two pixel rows"),
+            note.update(Text("%d %s from the train split, real pixels (%s); #index in the %s training set" % (
+                len(samples), names[self.selected_class], "ASCII ramp" if plain else "▀ = two pixel rows",
+                "synthetic" if view.synthetic else "official"),
                 style="dim"))
         elif view.preview_error:
             note.update(Text(view.preview_error, style="red"))

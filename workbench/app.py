@@ -102,7 +102,7 @@ class WorkbenchApp(App):
 
     def on_mount(self) -> None:
         if self.low_bandwidth:
-            self.theme = "textual-ansi"
+            self.theme = "ansi-dark"
         self.poll_jobs()
         self.set_interval(self.poll_s, self.poll_jobs)
 
@@ -153,7 +153,7 @@ class WorkbenchApp(App):
     def action_toggle_low_bandwidth(self) -> None:
         """Fewer colours and a 1 Hz redraw, for slow links."""
         self.low_bandwidth = not self.low_bandwidth
-        self.theme = "textual-ansi" if self.low_bandwidth else "textual-dark"
+        self.theme = "ansi-dark" if self.low_bandwidth else "textual-dark"
         if hasattr(self.screen, "set_refresh_hz"):
             self.screen.set_refresh_hz(self.refresh_hz)
         self.notify("low-bandwidth mode %s" % ("on" if self.low_bandwidth else "off"))

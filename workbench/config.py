@@ -271,6 +271,8 @@ def load(config_file: Optional[str] = None, sets: Sequence[str] = (), user_file:
         merge(cfg, layer, source)
     for item in sets:
         merge(cfg, parse_set(item), "--set %s" % item)
+    if cfg["data"]["dir"]:  # jobs run in their own folder: a relative path means the caller's cwd
+        cfg["data"]["dir"] = os.path.abspath(os.path.expanduser(cfg["data"]["dir"]))
     return cfg
 
 

@@ -84,3 +84,15 @@ async def test_quit_with_running_job_can_stop_it(tmp_path):
         await pilot.pause()
     JobRunner.wait(job, 30)
     assert job_status(job).state == "cancelled"
+
+
+async def test_low_bandwidth_mode_toggles_theme_and_rate(tmp_path):
+    cfg = defaults()
+    cfg["ui"]["low_bandwidth"] = True
+    app = WorkbenchApp(SessionStore(tmp_path), None, cfg)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.theme == "ansi-dark" and app.refresh_hz == 1.0
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert app.theme == "textual-dark" and app.refresh_hz == cfg["ui"]["refresh_hz"]
