@@ -1,0 +1,122 @@
+"""The Export screen's model: the latest export job's artefacts, load checks and reference package."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from workbench.views import View
+
+FRESH = "__fresh__"  # the run picker's value for "no training job: a freshly initialised net"
+FORMAT_ORDER = {"ckpt": 0, "mindir": 1, "lite": 2}
+
+
+class ExportView(View):
+    """Folds `export` job events into what the Export screen draws."""
+
+    kinds = ("export",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reset(None)
+
+    def reset(self, jid: Optional[str]) -> None:
+        """Start following a new export job."""
+        self.jid = jid
+        self.status = ""
+        self.state = ""
+        self.started: Dict[str, Any] = {}
+        self.checks: Dict[str, Dict[str, Any]] = {}
+        self.artifacts: Dict[str, Dict[str, Any]] = {}
+        self.progress: Dict[str, Any] = {}
+        self.result: Dict[str, Any] = {}
+        self.error: Optional[Dict[str, Any]] = None
+        self.logs: List[str] = []
+
+    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
+        """Fold one event of an export job (a newer job replaces the followed one)."""
+        if job.jid != self.jid:
+            self.reset(job.jid)
+        kind = ev.get("type")
+        if kind == "started":
+            self.started = ev
+        elif kind == "check":
+            self.checks[str(ev.get("id"))] = ev
+        elif kind == "artifact":
+            self.artifacts[str(ev.get("path"))] = ev
+        elif kind == "progress":
+            self.progress = ev
+        elif kind == "result":
+            self.result = ev.get("summary") or {}
+        elif kind == "finished":
+            self.error = ev.get("error")
+        elif kind == "log" and ev.get("level") in ("warning", "error"):
+            self.logs.append(str(ev.get("message")))
+
+    def job_changed(self, job: Any) -> None:
+        """Track the followed job's status."""
+        if job.jid == self.jid or self.jid is None:
+            if self.jid is None:
+                self.reset(job.jid)
+            self.status = job.status.label()
+            self.state = job.status.state
+        self.version += 1
+
+    def load_checks(self) -> List[Dict[str, Any]]:
+        """Checks that belong to a format (ckpt, mindir, lite), in format then batch order."""
+        # Within a format the job's own order holds (export, load, then each batch size as configured).
+        ordered = list(enumerate(ev for ev in self.checks.values() if ev.get("format") in FORMAT_ORDER))
+        ordered.sort(key=lambda pair: (FORMAT_ORDER[pair[1]["format"]], pair[0]))
+        return [ev for _, ev in ordered]
+
+    def other_checks(self) -> List[Dict[str, Any]]:
+        """Checks that are not about one format: device, source, metrics, reference package."""
+        return [ev for ev in self.checks.values() if ev.get("format") not in FORMAT_ORDER]
+
+    def artifact_rows(self) -> List[Dict[str, Any]]:
+        """Artefacts in the order they were written: kind, path, bytes, sha256."""
+        return [{k: ev.get(k) for k in ("kind", "path", "bytes", "sha256")} for ev in self.artifacts.values()]
+
+    def hash_lines(self) -> List[str]:
+        """One `sha256  path` line per artefact, the format `sha256sum -c` reads (paths from the job folder)."""
+        return ["%s  %s" % (ev.get("sha256"), ev.get("path")) for ev in self.artifacts.values()]
+
+    def reference(self) -> Optional[Dict[str, Any]]:
+        """The reference package summary: from the result, else from the reference check while running."""
+        if self.result.get("reference"):
+            return self.result["reference"]
+        check = self.checks.get("reference")
+        if check and check.get("status") == "observed-pass":
+            evidence = check.get("evidence") or {}
+            return {"dir": "artifacts/reference", "samples": evidence.get("samples"),
+                    "classes_covered": len(evidence.get("classes_covered") or []),
+                    "confused_pairs": evidence.get("pairs") or []}
+        return None
+
+    def counts(self) -> Dict[str, int]:
+        """How many checks have each evidence level."""
+        out: Dict[str, int] = {}
+        for ev in self.checks.values():
+            out[str(ev.get("status"))] = out.get(str(ev.get("status")), 0) + 1
+        return out
+
+
+def train_choices(jobs: Iterable[Any]) -> List[Tuple[str, str]]:
+    """(label, value) for the run picker: every train job of the session, newest first, then a fresh net."""
+    out = []
+    for job in reversed(list(jobs)):
+        if getattr(job, "kind", None) != "train":
+            continue
+        out.append(("%s · %s" % (job.jid, job.status.state), job.jid))
+    out.append(("fresh net (no training job)", FRESH))
+    return out
+
+
+def default_choice(jobs: Iterable[Any]) -> str:
+    """The latest train job that ended ok, else a fresh net."""
+    ok = [job.jid for job in jobs if getattr(job, "kind", None) == "train" and job.status.state == "ok"]
+    return ok[-1] if ok else FRESH
+
+
+def export_overrides(choice: Optional[str]) -> Dict[str, Any]:
+    """Config overrides that run the export from a picker value."""
+    return {"export": {"from": None if choice in (None, FRESH) else str(choice)}}
