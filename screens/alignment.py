@@ -41,6 +41,12 @@ def _tolerance_value(raw: str) -> Any:
         return raw  # the config check names the key and the bad value
 
 
+def compact_message(message: str) -> str:
+    """MindSpore's message without its ruler lines and blank lines (every other line kept)."""
+    lines = [line for line in message.splitlines() if line.strip() and set(line.strip()) != {"-"}]
+    return "\n".join(lines)
+
+
 def side_panel(view: AlignmentView, side: str) -> Text:
     """One path: its label and evidence, then MindSpore's read-back or the reason it did not run."""
     check = view.sides.get(side) or {}
@@ -52,7 +58,8 @@ def side_panel(view: AlignmentView, side: str) -> Text:
     if not check:
         return text
     if check.get("status") != "observed-pass":
-        text.append("\n" + str(check.get("detail") or ""), style="red" if check.get("status") != "not-run" else "dim")
+        text.append("\n" + compact_message(str(check.get("detail") or "")),
+                    style="red" if check.get("status") != "not-run" else "dim")
         if check.get("hint"):
             text.append("\nhint: " + str(check["hint"]), style="dim")
         return text
@@ -61,7 +68,7 @@ def side_panel(view: AlignmentView, side: str) -> Text:
     precision = evidence.get("precision") or {}
     state = settings.get("state") or {}
     text.append("\nMindSpore reports %s:%s, %s mode" % (eff.get("target"), eff.get("device_id"), eff.get("mode")))
-    text.append("\n%s: %s" % (precision.get("precision"), precision.get("how")))
+    text.append("\n%s: %s" % (precision.get("precision"), str(precision.get("how")).replace("mindspore.", "")))
     text.append("\nforward %s, loss+grads %s · pid %s · MindSpore %s" % (
         state.get("forward"), state.get("loss_grads"), evidence.get("pid"), evidence.get("mindspore")))
     tap = evidence.get("tap_check") or {}
@@ -70,19 +77,32 @@ def side_panel(view: AlignmentView, side: str) -> Text:
     return text
 
 
-def matched_table(view: AlignmentView) -> Table:
-    """The settings that must match, two per row, checked before any diff."""
+SHORT_TITLES = {"match.preprocessing": "scaling", "match.input-range": "input range", "match.class-order": "classes",
+                "match.loss-reduction": "loss reduction", "match.state": "state", "match.seed": "seed",
+                "match.inputs": "batch", "match.init": "init weights", "match.model": "model",
+                "match.optimizer": "optimizer"}
+
+
+def matched_table(view: AlignmentView, columns: int = 3) -> Table:
+    """The settings that must match, checked before any diff: a compact grid, mismatches spelled out."""
     table = Table.grid(padding=(0, 2), expand=True)
-    table.add_column(ratio=1)
-    table.add_column(ratio=1)
+    for _ in range(columns):
+        table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     cells: List[Text] = []
     for check in view.matched:
+        passed = check.get("status") == "observed-pass"
+        detail = str(check.get("detail") or "")
+        if passed and detail.startswith("both "):
+            detail = detail[len("both "):]
+        elif passed and check.get("id") == "match.input-range":
+            detail = "%s on both" % ((check.get("evidence") or {}).get("ref"),)
         cell = badge(str(check.get("status")))
-        cell.append(" %s: " % check.get("title"), style="bold")
-        cell.append(str(check.get("detail") or ""))
+        cell.append(" %s " % SHORT_TITLES.get(str(check.get("id")), check.get("title")), style="bold")
+        cell.append(detail, style="" if passed else "red")
         cells.append(cell)
-    for i in range(0, len(cells), 2):
-        table.add_row(*(cells[i:i + 2] + [Text("")] * (2 - len(cells[i:i + 2]))))
+    for i in range(0, len(cells), columns):
+        row = cells[i:i + columns]
+        table.add_row(*(row + [Text("")] * (columns - len(row))))
     return table
 
 
@@ -93,18 +113,20 @@ def detail_panel(view: AlignmentView, diff: Optional[Dict[str, Any]]) -> Text:
     text = Text()
     text.append("%s  " % diff.get("name"), style="bold")
     text.append_text(badge("observed-pass" if diff.get("passed") else "observed-fail"))
-    text.append("\n%s · %s · atol %s rtol %s" % (shape_text(diff.get("shape")), dtype_text(diff.get("dtype")),
-                                                num(diff.get("atol")), num(diff.get("rtol"))))
+    text.append("\n%s · %s" % (shape_text(diff.get("shape")), dtype_text(diff.get("dtype"))))
+    if diff.get("stored_dtype"):
+        text.append(" (computed; stored %s)" % dtype_text(diff["stored_dtype"]), style="dim")
+    text.append("\natol %s · rtol %s" % (num(diff.get("atol")), num(diff.get("rtol"))))
     for line in formula_lines(diff):
-        style = "bold red" if line.endswith("OUTSIDE") else ""
+        style = "bold red" if line.endswith("OUTSIDE") else ("green" if line.endswith("within") else "")
         text.append("\n" + line, style=style)
-    text.append("\nmax abs %s · max rel %s · mean abs %s" % (num(diff.get("max_abs")), num(diff.get("max_rel")),
-                                                          num(diff.get("mean_abs"))))
+    text.append("\nmax abs %s · max rel %s" % (num(diff.get("max_abs")), num(diff.get("max_rel"))))
+    text.append("\nmean abs %s · cosine %s" % (num(diff.get("mean_abs")), num(diff.get("cosine"), 7)))
     size = diff.get("size")
     ratio = diff.get("mismatch_ratio")
     outside = int(round(ratio * size)) if isinstance(ratio, (int, float)) and isinstance(size, int) else None
-    text.append("\nmismatch %s (%s of %s) · cosine %s" % (percent(ratio), "—" if outside is None else outside,
-                                                        size if size is not None else "—", num(diff.get("cosine"), 7)))
+    text.append("\nmismatch %s (%s of %s elements)" % (percent(ratio), "—" if outside is None else outside,
+                                                     size if size is not None else "—"))
     nonfinite = [(k, diff.get(k)) for k in ("nan_ref", "nan_cand", "inf_ref", "inf_cand") if diff.get(k)]
     if nonfinite:
         text.append("\n" + ", ".join("%s %s" % kv for kv in nonfinite), style="bold red")
@@ -129,7 +151,8 @@ def flips_text(view: AlignmentView) -> Text:
     text.append("%d of %d samples change their predicted class" % (flips.get("count", 0), flips.get("n", 0)),
                 style="bold red" if flips.get("count") else "green")
     for pair in (flips.get("pairs") or [])[:12]:
-        text.append("\n  sample %s: %s → %s" % (pair.get("index"), _cls(pair.get("ref_class")), _cls(pair.get("cand_class"))))
+        text.append("\n  sample %s: %s → %s" % (pair.get("index"), _cls(pair.get("ref_class")),
+                                                _cls(pair.get("cand_class"))))
         if "label" in pair:
             text.append("  (label %s)" % _cls(pair.get("label")), style="dim")
     if len(flips.get("pairs") or []) > 12:
@@ -162,15 +185,16 @@ class AlignmentScreen(WorkbenchScreen):
                 with Horizontal(classes="pathrow"):
                     yield Static(label, classes="rowlabel")
                     yield Select([(t, t) for t in TARGETS], value=path["target"], allow_blank=False,
-                                 id="%s-target" % side)
-                    yield Select([(m, m) for m in MODES], value=path["mode"], allow_blank=False, id="%s-mode" % side)
+                                 id="%s-target" % side, compact=True)
+                    yield Select([(m, m) for m in MODES], value=path["mode"], allow_blank=False,
+                                 id="%s-mode" % side, compact=True)
                     yield Select([(p, p) for p in PRECISIONS], value=path["precision"], allow_blank=False,
-                                 id="%s-precision" % side)
+                                 id="%s-precision" % side, compact=True)
                     yield Static(tol, classes="tollabel")
                     value = align[tol]
-                    yield Input("" if value is None else str(value), placeholder="per dtype", id=tol)
+                    yield Input("" if value is None else str(value), placeholder="per dtype", id=tol, compact=True)
                     if side == "cand":
-                        yield Button("Run", id="run", variant="success")
+                        yield Button("Run", id="run", variant="success", compact=True)
             yield Static("", id="runline")
             with Horizontal(id="paths"):
                 yield Static("", id="path-ref", classes="path")
@@ -224,9 +248,11 @@ class AlignmentScreen(WorkbenchScreen):
         self.query_one("#runline", Static).update(self._runline(view))
         for side in SIDES:
             self.query_one("#path-" + side, Static).update(side_panel(view, side))
-        self.query_one("#matched", Static).update(matched_table(view) if view.matched else "")
+        columns = 3 if self.size.width >= 110 else 2
+        self.query_one("#matched", Static).update(matched_table(view, columns) if view.matched else "")
         self.query_one("#divergence", Static).update(self._divergence(view))
         self._tensors(view)
+        self.query_one("#compare").display = bool(view.diffs) or view.state == "running"
         if view.selected is None or view.diff(view.selected) is None:
             view.selected = view.default_selection()
         self.query_one("#detail", Static).update(detail_panel(view, view.diff(view.selected)))
@@ -236,23 +262,25 @@ class AlignmentScreen(WorkbenchScreen):
         if not view.jid:
             return Text("no alignment yet — pick the two paths (p cycles presets) and press r", style="dim")
         line = Text()
-        line.append(view.jid + " ", style="bold")
+        line.append(view.jid + "  ", style="bold")
         line.append_text(badge(view.state or "running"))
         if view.verdict:
             line.append("  verdict ")
             line.append_text(badge(view.verdict))
         counts = view.result.get("counts") or {}
         if counts.get("tensors"):
-            line.append("  %d/%d tensors within tolerance" % (counts.get("passed", 0), counts["tensors"]))
+            line.append("  %d of %d tensors within tolerance" % (counts.get("passed", 0), counts["tensors"]))
         tol = view.result.get("tolerances") or {}
         if view.result:
-            line.append("  atol %s rtol %s" % (num(tol.get("atol")) if tol.get("atol") is not None else "per dtype",
-                                               num(tol.get("rtol")) if tol.get("rtol") is not None else "per dtype"),
-                        style="dim")
+            if tol.get("atol") is None and tol.get("rtol") is None:
+                line.append("  tolerances per dtype (torch.testing defaults)", style="dim")
+            else:
+                line.append("  atol %s rtol %s" % tuple(
+                    num(tol[k]) if tol.get(k) is not None else "per dtype" for k in ("atol", "rtol")), style="dim")
         prog = view.progress
         if prog and view.state == "running":
             line.append("  %s %s/%s" % (prog.get("phase", ""), prog.get("done"), prog.get("total")))
-        if view.error:
+        if view.error and view.error.get("type") not in ("Blocked", "SideFailed"):  # those show in a path panel
             line.append("  %s: %s" % (view.error.get("type"), str(view.error.get("message")).splitlines()[0][:90]),
                         style="red")
         return line
@@ -262,7 +290,13 @@ class AlignmentScreen(WorkbenchScreen):
         if first is not None:
             diff = view.diffs[first]
             text = Text("▶ divergence starts here: ", style="bold red")
-            text.append("%s (#%d) — %s" % (diff.get("name"), first, str(diff.get("reason") or "")[:100]))
+            text.append("%s (#%d)" % (diff.get("name"), first), style="bold")
+            ratio, size = diff.get("mismatch_ratio"), diff.get("size")
+            if isinstance(ratio, (int, float)) and isinstance(size, int):
+                text.append(" — %d of %d elements outside atol %s + rtol %s·|ref|" % (
+                    int(round(ratio * size)), size, num(diff.get("atol")), num(diff.get("rtol"))))
+            else:
+                text.append(" — %s" % (diff.get("reason") or "not compared"))
             return text
         if view.diffs and view.verdict == "observed-pass":
             return Text("every tensor within tolerance, in forward order", style="green")
@@ -285,7 +319,7 @@ class AlignmentScreen(WorkbenchScreen):
                 continue
             is_first = position == first
             style = "bold red reverse" if is_first else ("" if diff.get("passed") else "red")
-            result = badge("observed-pass" if diff.get("passed") else "observed-fail")
+            result = badge("observed-pass" if diff.get("passed") else "observed-fail")  # PASS / FAIL
             table.add_row(Text(("▶%d" if is_first else "%d") % position, style=style),
                           Text(str(diff.get("name")), style=style), shape_text(diff.get("shape")),
                           num(diff.get("max_abs")), num(diff.get("max_rel")), percent(diff.get("mismatch_ratio")),

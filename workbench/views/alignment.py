@@ -1,0 +1,208 @@
+"""The Alignment screen's model: the latest align job's two paths, checks, tensor diffs and flips."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+from workbench.views import View
+
+SIDES = ("ref", "cand")
+ROLE = {"ref": "reference", "cand": "candidate"}
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A number in short scientific-or-plain form; '—' for missing, 'nan'/'inf' kept as text."""
+    if isinstance(value, bool) or value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    number = float(value)
+    if number == 0.0:
+        return "0"
+    if not math.isfinite(number):
+        return str(number)
+    if 1e-3 <= abs(number) < 1e4:
+        return "%.*g" % (digits + 1, number)
+    return "%.*e" % (max(digits - 1, 0), number)
+
+
+def percent(ratio: Any) -> str:
+    """A mismatch ratio as a percentage; '—' when the comparison never reached the numbers."""
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool):
+        return "—"
+    if ratio and ratio * 100 < 0.01:
+        return "<0.01%"
+    return "%.2f%%" % (ratio * 100)
+
+
+def shape_text(shape: Any) -> str:
+    """[8, 16] → '8×16'; a scalar → 'scalar'; a shape mismatch → 'ref 8×16 / cand 8×10'."""
+    if isinstance(shape, dict):
+        return "ref %s / cand %s" % (shape_text(shape.get("ref")), shape_text(shape.get("cand")))
+    if not shape:
+        return "scalar"
+    return "×".join(str(d) for d in shape)
+
+
+def dtype_text(dtype: Any) -> str:
+    """'float32' when both sides agree, else 'float32 / float16'."""
+    if not isinstance(dtype, dict):
+        return str(dtype or "—")
+    ref, cand = dtype.get("ref"), dtype.get("cand")
+    return str(ref) if ref == cand else "%s / %s" % (ref or "absent", cand or "absent")
+
+
+RULE_TEXT = "|cand − ref| ≤ atol + rtol·|ref|"
+
+
+def formula_lines(diff: Dict[str, Any]) -> List[str]:
+    """The match rule with the worst element's numbers filled in, and whether it holds there."""
+    lines = ["rule  " + RULE_TEXT]
+    atol, rtol = diff.get("atol"), diff.get("rtol")
+    worst = diff.get("worst") or {}
+    ref, cand = worst.get("ref"), worst.get("cand")
+    if not worst:
+        lines.append("no element compared: %s" % (diff.get("reason") or "nothing to compare"))
+        return lines
+    lines.append("worst element %s" % (diff.get("worst_index"),))
+    lines.append("  ref %s   cand %s" % (num(ref, 7), num(cand, 7)))
+    if isinstance(ref, str) or isinstance(cand, str) or atol is None or rtol is None:
+        lines.append("non-finite there: NaN never matches, Inf only the same Inf")
+        return lines
+    abs_diff = abs(float(cand) - float(ref))
+    allowed = float(atol) + float(rtol) * abs(float(ref))
+    lines.append("  |cand − ref| = %s" % num(abs_diff))
+    lines.append("  atol + rtol·|ref| = %s + %s·%s = %s" % (num(atol), num(rtol), num(abs(float(ref)), 3),
+                                                         num(allowed)))
+    lines.append("  → %s" % ("within" if abs_diff <= allowed else "OUTSIDE"))
+    return lines
+
+
+def hist_rows(hist: Optional[Dict[str, Any]], width: int = 20) -> List[Tuple[str, int, str]]:
+    """(range label, count, bar) rows of a |diff| histogram, zeros and non-finite first when present."""
+    if not hist:
+        return []
+    rows: List[Tuple[str, int]] = []
+    if hist.get("zeros"):
+        rows.append(("= 0", int(hist["zeros"])))
+    edges, counts = hist.get("edges") or [], hist.get("counts") or []
+    for i, count in enumerate(counts):
+        rows.append(("%s–%s" % (num(edges[i], 2), num(edges[i + 1], 2)), int(count)))
+    if hist.get("nonfinite"):
+        rows.append(("non-finite", int(hist["nonfinite"])))
+    top = max([c for _, c in rows] or [0])
+    return [(label, count, "█" * (int(round(width * count / top)) if top else 0) or ("▏" if count else ""))
+            for label, count in rows]
+
+
+class AlignmentView(View):
+    """Folds `align` job events into what the Alignment screen draws."""
+
+    kinds = ("align",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reset(None)
+
+    def reset(self, jid: Optional[str]) -> None:
+        """Start following a new align job."""
+        self.jid = jid
+        self.status = ""
+        self.state = ""
+        self.started: Dict[str, Any] = {}
+        self.sides: Dict[str, Dict[str, Any]] = {}
+        self.matched: List[Dict[str, Any]] = []
+        self.checks: Dict[str, Dict[str, Any]] = {}
+        self.diffs: List[Dict[str, Any]] = []
+        self.result: Dict[str, Any] = {}
+        self.error: Optional[Dict[str, Any]] = None
+        self.progress: Dict[str, Any] = {}
+        self.selected: Optional[str] = None
+
+    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
+        """Fold one event of an align job; a newer job replaces the old one."""
+        if job.jid != self.jid:
+            self.reset(job.jid)
+        kind = ev.get("type")
+        if kind == "started":
+            self.started = ev
+        elif kind == "check":
+            check_id = str(ev.get("id"))
+            self.checks[check_id] = ev
+            if check_id.startswith("side."):
+                self.sides[check_id.split(".", 1)[1]] = ev
+            elif check_id.startswith("match."):
+                self.matched.append(ev)
+        elif kind == "tensor_diff":
+            self.diffs.append(ev)
+        elif kind == "result":
+            self.result = ev.get("summary") or {}
+        elif kind == "progress":
+            self.progress = ev
+        elif kind == "finished":
+            self.error = ev.get("error")
+
+    def job_changed(self, job: Any) -> None:
+        """Track the followed job's status."""
+        if job.jid == self.jid or self.jid is None:
+            if self.jid is None:
+                self.reset(job.jid)
+            self.status = job.status.label()
+            self.state = job.status.state
+        self.version += 1
+
+    def label(self, side: str) -> str:
+        """The path label of a side ('CPU/pynative/fp32'), from the started event or its check."""
+        key = "reference" if side == "ref" else "candidate"
+        if self.started.get(key):
+            return str(self.started[key])
+        evidence = (self.sides.get(side) or {}).get("evidence") or {}
+        return str(evidence.get("label") or "?")
+
+    def side_status(self, side: str) -> str:
+        """The evidence level of a side: observed-pass, observed-fail, blocked, not-run (or '' before it ran)."""
+        return str((self.sides.get(side) or {}).get("status") or "")
+
+    @property
+    def verdict(self) -> str:
+        """The alignment verdict check's status, '' until it is known."""
+        return str((self.checks.get("alignment") or {}).get("status") or "")
+
+    @property
+    def first_failure(self) -> Optional[int]:
+        """Position in `diffs` of the first tensor that did not pass (forward order), or None."""
+        for position, diff in enumerate(self.diffs):
+            if not diff.get("passed"):
+                return position
+        return None
+
+    @property
+    def flips(self) -> Optional[Dict[str, Any]]:
+        """The logits' class flips {n, count, pairs}, or None before the logits were compared."""
+        for diff in self.diffs:
+            if diff.get("name") == "logits" and isinstance(diff.get("flips"), dict):
+                return diff["flips"]
+        return None
+
+    def diff(self, name: Optional[str]) -> Optional[Dict[str, Any]]:
+        """The tensor_diff of one tensor by name."""
+        for diff in self.diffs:
+            if diff.get("name") == name:
+                return diff
+        return None
+
+    def default_selection(self) -> Optional[str]:
+        """The tensor to show first: the first failure, else the logits, else the first tensor."""
+        first = self.first_failure
+        if first is not None:
+            return str(self.diffs[first].get("name"))
+        if self.diff("logits") is not None:
+            return "logits"
+        return str(self.diffs[0].get("name")) if self.diffs else None
+
+    def select(self, name: Optional[str]) -> None:
+        """Choose the tensor whose details are shown."""
+        if name != self.selected:
+            self.selected = name
+            self.version += 1
