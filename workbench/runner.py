@@ -29,6 +29,17 @@ def needs_device(kind: str, cfg: Dict[str, Any]) -> bool:
     return kind in DEVICE_JOBS or (kind == "drill" and bool(cfg["drill"]["device"]))
 
 
+def device_targets(kind: str, cfg: Dict[str, Any], device: Dict[str, Any]) -> List[tuple]:
+    """The devices a job will touch: its own, or both paths of an alignment (deduplicated, sorted)."""
+    if kind == "align":
+        out = set()
+        for side in ("reference", "candidate"):
+            path = cfg["align"][side]
+            out.add((str(resolve(path["target"], path["id"])["resolved"]), int(path["id"])))
+        return sorted(out)
+    return [(str(device["resolved"]), int(device["id"]))]
+
+
 def job_argv(kind: str, cfg: Dict[str, Any], python: str, job_dir: Path) -> List[str]:
     """The exec line of a job (msrun for data-parallel training)."""
     base = [python, "-m", "jobs.%s" % kind, "--job-dir", str(job_dir)]
@@ -55,9 +66,11 @@ class JobRunner:
             raise RunnerError("python: %r is not an executable interpreter (config key 'python')" % python)
         job_dir = self.store.new_job_dir(sid, kind)
         device = resolve(cfg["device"]["target"], cfg["device"]["id"])
-        lock = None
+        locks = []
         if needs_device(kind, cfg):
-            lock = str(self.store.root / ".locks" / lock_name(str(device["resolved"]), int(device["id"])))
+            for target, device_id in device_targets(kind, cfg, device):
+                locks.append({"path": str(self.store.root / ".locks" / lock_name(target, device_id)),
+                              "device": "%s:%d" % (target, device_id)})
         env = {
             "PYTHONPATH": os.pathsep.join(p for p in [str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")] if p),
             "PYTHONUNBUFFERED": "1",
@@ -66,7 +79,7 @@ class JobRunner:
         spec = {
             "jid": job_dir.name, "kind": kind, "session": sid, "created": time.time(),
             "command": command or [], "version": __version__, "python": python,
-            "device": device, "argv": job_argv(kind, cfg, python, job_dir), "env": env, "lock": lock,
+            "device": device, "argv": job_argv(kind, cfg, python, job_dir), "env": env, "locks": locks,
             "timeout_s": cfg["limits"]["job_timeout_s"], "stall_s": cfg["limits"]["stall_s"],
             "grace_s": cfg["limits"]["grace_s"],
         }

@@ -103,15 +103,17 @@ def supervise(job_dir: Path) -> int:
         "stalled": False, "cancelled": False, "refused": None, "started_at": t0, "ended_at": None,
         "supervisor_pid": os.getpid(), "job_pid": None,
     }
-    lock_fd = None
-    if spec.get("lock"):
-        lock_fd, holder = try_lock(Path(spec["lock"]), {"jid": spec["jid"], "session": spec.get("session"),
-                                                          "pid": os.getpid()})
-        if lock_fd is None:
-            record.update(refused="device %s:%s is held by %s" % (
-                spec["device"]["resolved"], spec["device"]["id"], holder), ended_at=time.time())
+    lock_fds = []
+    for lock in spec.get("locks") or []:
+        fd, holder = try_lock(Path(lock["path"]), {"jid": spec["jid"], "session": spec.get("session"),
+                                                     "pid": os.getpid()})
+        if fd is None:
+            for held in lock_fds:
+                os.close(held)
+            record.update(refused="device %s is held by %s" % (lock["device"], holder), ended_at=time.time())
             write_json(job_dir / "exit.json", record)
             return 1
+        lock_fds.append(fd)
 
     cancel = {"asked": False}
 
@@ -127,7 +129,7 @@ def supervise(job_dir: Path) -> int:
     with open(job_dir / "stdout.log", "ab") as out, open(job_dir / "stderr.log", "ab") as err:
         proc = subprocess.Popen(spec["argv"], cwd=str(job_dir), env=env, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=err, preexec_fn=os.setpgrp,
-                                pass_fds=(lock_fd,) if lock_fd is not None else ())
+                                pass_fds=tuple(lock_fds))
     record["job_pid"] = proc.pid
     write_json(job_dir / "pids.json", {"supervisor": os.getpid(), "job": proc.pid, "pgid": proc.pid})
 
@@ -168,8 +170,8 @@ def supervise(job_dir: Path) -> int:
     record["ended_at"] = time.time()
     record["duration_s"] = round(record["ended_at"] - t0, 3)
     write_json(job_dir / "exit.json", record)
-    if lock_fd is not None:
-        os.close(lock_fd)
+    for fd in lock_fds:
+        os.close(fd)
     return 0 if rc == 0 else 1
 
 

@@ -323,3 +323,15 @@ def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for,
     assert proc.returncode == 0, job_status(second).label()
     assert job_status(second).state == "ok"
     assert_events_valid(second)
+
+
+def test_align_locks_both_paths_devices(tmp_path):
+    from workbench.config import defaults
+    from workbench.runner import device_targets
+
+    cfg = defaults()
+    cfg["align"]["candidate"]["target"] = "Ascend"
+    cfg["align"]["candidate"]["id"] = 3
+    dev = {"resolved": "CPU", "id": 0}
+    assert device_targets("align", cfg, dev) == [("Ascend", 3), ("CPU", 0)]
+    assert device_targets("train", cfg, dev) == [("CPU", 0)]
