@@ -132,5 +132,17 @@ class SessionScreen(WorkbenchScreen):
         except ImportError:
             self.app.notify("session export is not available in this build", severity="error")
             return
-        out = export_session(self.app.store, self.app.sid, None)
-        self.app.notify("session record written to %s" % out, timeout=10)
+        self.app.notify("writing the session record ...")
+        self.run_worker(lambda: export_session(self.app.store, self.app.sid, None), thread=True,
+                        name="export-session", group="export", exclusive=True)
+
+    def on_worker_state_changed(self, event) -> None:
+        """Report the end of a session export (it runs in a thread: screenshots take seconds)."""
+        from textual.worker import WorkerState
+
+        if event.worker.name != "export-session":
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.app.notify("session record written to %s" % event.worker.result, timeout=10)
+        elif event.state == WorkerState.ERROR:
+            self.app.notify("session export failed: %s" % event.worker.error, severity="error", timeout=10)

@@ -161,8 +161,9 @@ def cmd_export(args) -> int:
         print("error: no sessions under %s" % store.root, file=sys.stderr)
         return USAGE_ERROR
     try:
-        out = export_session(store, sid, Path(args.out) if args.out else None)
-    except FileNotFoundError as exc:
+        out = export_session(store, sid, Path(args.out) if args.out else None,
+                             with_screenshots=not args.no_screenshots)
+    except OSError as exc:
         print("error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
     print(out)
@@ -274,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[common], help="write the session record")
     p.add_argument("sid", nargs="?")
     p.add_argument("--out", help="folder for the export (default sessions/<sid>/export)")
+    p.add_argument("--no-screenshots", action="store_true", help="skip the headless screen renderings")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("attach", parents=[common, cfg], help="open the workbench on a session")

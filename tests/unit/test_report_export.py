@@ -1,0 +1,173 @@
+"""The exported record of the recorded session: structure (golden), secrets, manifest and archive."""
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.sessions.recorded import API_KEY, SECRET, SID, copy_recorded, plant_secrets
+from workbench.report.export import export_session
+from workbench.report.secrets import MASK
+from workbench.session import SessionStore
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "report_golden.md"
+SCREENS = ["environment", "data", "training", "alignment", "export", "session"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The recorded session with planted secrets, exported once (screenshots included)."""
+    root = tmp_path_factory.mktemp("record") / "sessions"
+    copy_recorded(root)
+    plant_secrets(root / SID)
+    store = SessionStore(root)
+    out = export_session(store, SID, None)
+    return store, root / SID, out
+
+
+def skeleton(markdown_text: str) -> str:
+    """Headings and table header rows, with the session id normalised: the report's structure."""
+    lines = markdown_text.splitlines()
+    keep = []
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.startswith("#") or (line.startswith("|") and nxt.startswith("|---")):
+            keep.append(re.sub(r"\d{8}-\d{6}-[0-9a-f]{4}", "<SID>", line))
+    return "\n".join(keep) + "\n"
+
+
+def _hashes(root: Path, skip=()) -> dict:
+    out = {}
+    for dirpath, _, files in os.walk(str(root)):
+        for name in files:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if rel not in skip:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def test_export_writes_every_part_of_the_record(exported):
+    _, session_dir, out = exported
+    assert out == session_dir / "export"
+    for name in ("report.md", "report.json", "manifest.sha256", "%s.tar.gz" % SID, "metrics/steps.csv",
+                 "metrics/epochs.csv", "metrics/per_class.csv", "figures/train-001-loss.svg",
+                 "figures/train-001-step-time.svg", "figures/train-001-confusion.svg", "figures/test-001-confusion.svg"):
+        assert (out / name).is_file(), name
+    for svg in out.glob("figures/*.svg"):
+        ET.parse(str(svg))
+    assert not [p for p in session_dir.iterdir() if p.name.startswith(".export-")]
+
+
+def test_report_structure_matches_the_golden_file(exported):
+    _, _, out = exported
+    got = skeleton((out / "report.md").read_text(encoding="utf-8"))
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(got, encoding="utf-8")
+    want = GOLDEN.read_text(encoding="utf-8")
+    assert got == want, "report structure changed; if on purpose, rerun with UPDATE_GOLDEN=1 and review the diff"
+
+
+def test_report_json_is_the_collected_record(exported):
+    _, _, out = exported
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["session"]["id"] == SID
+    assert report["jobs_not_ok"][0]["label"] == "crashed: SIGSEGV after 41 s"
+    assert report["files"]["figures"]["train-001"]["confusion"] == "figures/train-001-confusion.svg"
+    text = (out / "report.md").read_text(encoding="utf-8")
+    order = [text.index("## %d. " % n) for n in range(1, 12)]
+    assert order == sorted(order)
+    assert "crashed: SIGSEGV after 41 s" in text and "|cand − ref| ≤ atol + rtol·|ref|" in text
+
+
+def test_screenshots_of_the_six_screens_are_rendered_without_mindspore(exported):
+    _, _, out = exported
+    shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
+    assert shots["error"] is None, shots["error"]
+    assert shots["mindspore_imported"] is False
+    assert shots["files"] == ["screenshots/%s.svg" % s for s in SCREENS]
+    session_svg = (out / "screenshots" / "session.svg").read_text(encoding="utf-8")
+    ET.fromstring(session_svg)
+    assert "drill-001" in session_svg and "SIGSEGV" in session_svg
+
+
+def test_planted_secret_is_nowhere_in_the_export_the_archive_or_the_session(exported):
+    _, session_dir, out = exported
+    needles = (SECRET.encode(), API_KEY.encode())
+    for path in session_dir.rglob("*"):
+        if path.is_file() and not path.name.endswith(".tar.gz"):
+            data = path.read_bytes()
+            assert not any(n in data for n in needles), path
+    archive = out / ("%s.tar.gz" % SID)
+    raw = gzip.decompress(archive.read_bytes())
+    assert not any(n in raw for n in needles)
+    # The variables were seen and masked, not silently dropped.
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "| MS_SECRET_TOKEN | %s |" % MASK in text
+    assert "| environment.ASCEND_API_KEY | %s |" % MASK in text
+
+
+def test_manifest_verifies_with_sha256sum_in_the_session_folder(exported):
+    _, session_dir, out = exported
+    proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(session_dir),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    listed = {line.split("  ", 1)[1] for line in (out / "manifest.sha256").read_text().splitlines()}
+    on_disk = set(_hashes(session_dir, skip=("export/manifest.sha256", "export/%s.tar.gz" % SID)))
+    assert listed == on_disk
+
+
+def test_archive_unpacks_to_the_same_tree(exported, tmp_path):
+    _, session_dir, out = exported
+    with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
+        tar.extractall(str(tmp_path), filter="data")
+    unpacked = _hashes(tmp_path / SID)
+    assert unpacked == _hashes(session_dir, skip=("export/%s.tar.gz" % SID,))
+    proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(tmp_path / SID),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_export_again_replaces_the_previous_export(exported, tmp_path):
+    store, session_dir, _ = exported
+    copy_root = tmp_path / "again"
+    copy_recorded(copy_root)
+    store = SessionStore(copy_root)
+    first = export_session(store, SID, None, with_screenshots=False)
+    (first / "stale.txt").write_text("from an older export")
+    second = export_session(store, SID, None, with_screenshots=False)
+    assert second == first and not (second / "stale.txt").exists()
+    report = json.loads((second / "report.json").read_text())
+    assert report["files"]["screenshots"] == {"files": [], "error": "skipped on request"}
+    proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(copy_root / SID),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_export_to_another_folder_leaves_the_session_export_alone(tmp_path):
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    out = export_session(SessionStore(root), SID, tmp_path / "handover", with_screenshots=False)
+    assert out == tmp_path / "handover"
+    assert (out / "report.md").is_file() and not (root / SID / "export").exists()
+    with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
+        names = set(tar.getnames())
+    assert "%s/export/report.md" % SID in names and "%s/jobs/train-001/events.jsonl" % SID in names
+
+
+def test_export_never_replaces_a_folder_that_is_not_a_record(tmp_path):
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    precious = tmp_path / "desktop"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="holds no earlier session record"):
+        export_session(SessionStore(root), SID, precious, with_screenshots=False)
+    assert (precious / "notes.txt").read_text() == "mine"

@@ -1,0 +1,474 @@
+"""Turns a session folder into one plain dict: the content of report.json, in the report's order."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import posixpath
+import shlex
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+from workbench import __version__
+from workbench.data.dataset import CLASS_NAMES
+from workbench.protocol import KNOWN_TYPES, STATUSES, decode_line
+from workbench.report.manifest import SessionFiles
+from workbench.report.secrets import Scrubber, mask_env
+from workbench.session import SessionStore, job_status
+
+FORMAT = "ms-workbench.report/1"
+FORMULA = "|cand − ref| ≤ atol + rtol·|ref|"
+SECTION_KINDS = {"env": "environment", "data": "data", "train": "training", "test": "training",
+                 "align": "alignment", "export": "export"}
+NOT_PASSED = ("observed-fail", "blocked", "not-run")
+MAX_LOG_LINES = 40
+MAX_UNKNOWN_SAMPLES = 3
+HOST_RSS_MEANS = "peak resident set size of the job's host process (all host memory it touched, not the device's)"
+DEVICE_MEM_MEANS = "peak device memory the framework reported for the job; null means it was not measured"
+
+
+def iso(t: Optional[float]) -> Optional[str]:
+    """Local time with its UTC offset, to the second, or None."""
+    if not isinstance(t, (int, float)):
+        return None
+    return datetime.datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+
+def _strip(ev: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in ev.items() if k not in ("v", "type")}
+
+
+def _json(data: Optional[bytes]) -> Any:
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def parse_events(data: bytes) -> Dict[str, Any]:
+    """Complete lines as events, the torn tail's size, and seq gaps per rank."""
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    events, problems, expected = [], [], {}
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        ev = decode_line(raw)
+        events.append(ev)
+        if ev.get("raw"):
+            problems.append("line %d is not a JSON event" % number)
+            continue
+        rank = ev.get("rank")
+        want = expected.get(rank, 0)
+        if ev.get("seq") != want:
+            problems.append("line %d: seq %r where %d was expected" % (number, ev.get("seq"), want))
+        expected[rank] = (ev.get("seq") if isinstance(ev.get("seq"), int) else want) + 1
+    return {"events": events, "torn_tail_bytes": len(tail), "seq_problems": problems}
+
+
+class JobReader:
+    """Reads one job folder of a snapshot into a record, event by event, by type."""
+
+    def __init__(self, files: SessionFiles, job_dir: Path, scrub: Scrubber):
+        self.files = files
+        self.dir = job_dir
+        self.jid = job_dir.name
+        self.prefix = "jobs/%s/" % self.jid
+        self.scrub = scrub
+
+    def _read(self, name: str) -> Optional[bytes]:
+        return self.files.read(self.prefix + name)
+
+    def read(self) -> Dict[str, Any]:
+        """The job's record: spec, status, config and what each event type said."""
+        spec = self.scrub.report_obj(_json(self._read("job.json")) or {})
+        exit_rec = _json(self._read("exit.json"))
+        parsed = {"events": [], "torn_tail_bytes": 0, "seq_problems": []}
+        names = sorted(e.rel[len(self.prefix):] for e in self.files.under(self.prefix.rstrip("/"))
+                       if "/" not in e.rel[len(self.prefix):] and e.rel.endswith(".jsonl")
+                       and e.rel[len(self.prefix):].startswith("events"))
+        for name in sorted(names, key=lambda n: (n != "events.jsonl", n)):
+            one = parse_events(self._read(name) or b"")
+            parsed["events"] += one["events"]
+            parsed["torn_tail_bytes"] += one["torn_tail_bytes"]
+            parsed["seq_problems"] += ["%s %s" % (name, p) for p in one["seq_problems"]]
+        events = [self.scrub.report_obj(ev) for ev in parsed["events"]]
+        status = job_status(self.dir, events=events)
+        command = spec.get("command") or []
+        rec: Dict[str, Any] = {
+            "jid": self.jid, "kind": spec.get("kind") or self.jid.rsplit("-", 1)[0],
+            "state": status.state, "reason": status.reason, "label": status.label(),
+            "created": spec.get("created"), "created_iso": iso(spec.get("created")),
+            "ended": (exit_rec or {}).get("ended_at") or (events[-1].get("t") if events else None),
+            "duration_s": status.duration_s,
+            "command": command, "command_line": " ".join(shlex.quote(str(c)) for c in command),
+            "python": spec.get("python"), "version": spec.get("version"), "device": spec.get("device") or {},
+            "argv": spec.get("argv") or [], "env": mask_env(spec.get("env") or {}),
+            "exit": exit_rec, "config_yaml": None, "config": {},
+            "events": len(events), "event_types": {}, "seq_problems": parsed["seq_problems"][:20],
+            "torn_tail_bytes": parsed["torn_tail_bytes"],
+            "started": None, "checks": [], "artifacts": [], "results": [], "result": None, "finished": None,
+            "epochs": [], "perf": [], "tensor_diffs": [], "logs": [], "progress": None, "unknown": [],
+            "steps": {"rank": [], "epoch": [], "step": [], "loss": [], "step_ms": [], "batch_size": [], "phase": []},
+        }
+        rec["ended_iso"] = iso(rec["ended"])
+        self._config(rec)
+        counts: Counter = Counter()
+        for ev in events:
+            kind = str(ev.get("type"))
+            counts[kind] += 1
+            self._fold(rec, kind, ev)
+        rec["event_types"] = dict(sorted(counts.items()))
+        _mark_superseded(rec["artifacts"])
+        rec["result"] = rec["results"][-1] if rec["results"] else None
+        rec["best_epoch"] = best_epoch(rec["epochs"])
+        return rec
+
+    def _config(self, rec: Dict[str, Any]) -> None:
+        text = self._read("config.yaml")
+        if text is not None:
+            rec["config_yaml"] = self.scrub.text(text.decode("utf-8", "replace"))
+        cfg = _json(self._read("config.json"))
+        if cfg is None and rec["config_yaml"]:
+            try:
+                cfg = yaml.safe_load(rec["config_yaml"])
+            except yaml.YAMLError:
+                cfg = None
+        rec["config"] = self.scrub.report_obj(cfg) if isinstance(cfg, dict) else {}
+
+    def _fold(self, rec: Dict[str, Any], kind: str, ev: Dict[str, Any]) -> None:
+        if kind == "started":
+            rec["started"] = _strip(ev)
+        elif kind == "check":
+            rec["checks"].append({"jid": self.jid, "id": ev.get("id"), "title": ev.get("title"),
+                                  "status": ev.get("status"), "detail": ev.get("detail") or "",
+                                  "hint": ev.get("hint"), "evidence": ev.get("evidence") or {}})
+        elif kind == "step":
+            steps = rec["steps"]
+            for name in ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase"):
+                steps[name].append(ev.get(name))
+        elif kind == "epoch":
+            if ev.get("rank") in (None, 0):
+                rec["epochs"].append(_strip(ev))
+        elif kind == "perf":
+            rec["perf"].append(_strip(ev))
+        elif kind == "tensor_diff":
+            rec["tensor_diffs"].append(_strip(ev))
+        elif kind == "artifact":
+            rec["artifacts"].append(self._artifact(ev))
+        elif kind == "result":
+            rec["results"].append(ev.get("summary"))
+        elif kind == "finished":
+            rec["finished"] = {"status": ev.get("status"), "error": ev.get("error"), "t": ev.get("t")}
+        elif kind == "progress":
+            rec["progress"] = _strip(ev)
+        elif kind == "log":
+            if str(ev.get("level", "")).lower() in ("warning", "warn", "error", "critical", "garbage"):
+                if len(rec["logs"]) < MAX_LOG_LINES:
+                    rec["logs"].append({"level": ev.get("level"), "message": str(ev.get("message", ""))[:500]})
+        elif kind not in KNOWN_TYPES:
+            if sum(1 for u in rec["unknown"] if u.get("type") == kind) < MAX_UNKNOWN_SAMPLES:
+                rec["unknown"].append(_strip(ev) if "type" not in ev else dict(_strip(ev), type=kind))
+
+    def _artifact(self, ev: Dict[str, Any]) -> Dict[str, Any]:
+        path = str(ev.get("path", ""))
+        rel = posixpath.normpath(posixpath.join("jobs", self.jid, path)) if not path.startswith("/") else None
+        entry = self.files.get(rel) if rel else None
+        if entry is None:
+            on_disk = "missing"
+        elif entry.sha256 == ev.get("sha256"):
+            on_disk = "matches"
+        else:
+            on_disk = "differs"
+        out = {k: v for k, v in _strip(ev).items() if k not in ("seq", "t")}
+        out.update({"jid": self.jid, "session_path": rel, "on_disk": on_disk})
+        return out
+
+
+def _mark_superseded(artifacts: List[Dict[str, Any]]) -> None:
+    """A file written again (a state checkpoint each epoch) is checked only at its last event."""
+    last = {}
+    for i, a in enumerate(artifacts):
+        last[a.get("session_path") or a.get("path")] = i
+    for i, a in enumerate(artifacts):
+        if last[a.get("session_path") or a.get("path")] != i:
+            a["on_disk"] = "superseded"
+
+
+def best_epoch(epochs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The epoch the job marked best (the last so marked), else the one with the highest accuracy."""
+    marked = [e for e in epochs if e.get("is_best")]
+    if marked:
+        return marked[-1]
+    scored = [e for e in epochs if isinstance((e.get("val") or {}).get("accuracy"), (int, float))]
+    return max(scored, key=lambda e: e["val"]["accuracy"]) if scored else None
+
+
+def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
+            scrub: Optional[Scrubber] = None, now: Optional[float] = None) -> Dict[str, Any]:
+    """The whole record of a session as one JSON-ready dict (see the section keys below)."""
+    session_dir = store.session_dir(sid)
+    files = files or SessionFiles.snapshot(session_dir)
+    scrub = scrub or Scrubber()
+    now = time.time() if now is None else now
+    info = scrub.report_obj(_json(files.read("session.json")) or {})
+    job_dirs = sorted({session_dir / "jobs" / rel.split("/")[1] for rel in files.entries
+                       if rel.startswith("jobs/") and rel.endswith("/job.json") and rel.count("/") == 2})
+    jobs = [JobReader(files, d, scrub).read() for d in job_dirs]
+    jobs.sort(key=lambda j: (j["created"] or 0, j["jid"]))
+    report: Dict[str, Any] = {
+        "format": FORMAT,
+        "generated": {"t": now, "iso": iso(now), "by": "ms-workbench %s" % __version__},
+        "session": session_section(info, jobs, files, sid),
+        "still_running": [j["jid"] for j in jobs if j["state"] == "running"],
+        "environment": [env_record(j) for j in jobs if j["kind"] == "env"],
+        "data": [data_record(j, files) for j in jobs if j["kind"] == "data"],
+        "training": training_section(jobs),
+        "performance": performance_rows(jobs),
+        "alignment": alignment_section(jobs),
+        "export": [export_record(j) for j in jobs if j["kind"] == "export"],
+        "other_jobs": [other_record(j) for j in jobs if j["kind"] not in SECTION_KINDS],
+        "checks": checks_section(jobs),
+        "jobs_not_ok": [{"jid": j["jid"], "kind": j["kind"], "state": j["state"], "label": j["label"],
+                         "error": (j["finished"] or {}).get("error")}
+                        for j in jobs if j["state"] not in ("ok", "running")],
+        "jobs": jobs,
+    }
+    report["not_verified"] = not_verified(report, jobs)
+    return report
+
+
+def session_section(info: Dict[str, Any], jobs: List[Dict[str, Any]], files: SessionFiles, sid: str) -> Dict[str, Any]:
+    """Id, host, user, times, versions, command lines and the job list."""
+    ends = [j["ended"] for j in jobs if isinstance(j["ended"], (int, float))]
+    created = info.get("created")
+    last = max(ends) if ends else created
+    argv = info.get("argv") or []
+    return {
+        "id": info.get("id", sid), "host": info.get("host"), "user": info.get("user"),
+        "created": created, "created_iso": iso(created), "last_activity": last, "last_activity_iso": iso(last),
+        "version": info.get("version"), "versions_seen": sorted({str(j["version"]) for j in jobs if j["version"]}),
+        "argv": argv, "command_line": " ".join(shlex.quote(str(a)) for a in argv),
+        "commands": [{"jid": j["jid"], "command_line": j["command_line"]} for j in jobs],
+        "bytes": files.total_bytes(),
+        "jobs": [{"jid": j["jid"], "kind": j["kind"], "state": j["state"], "label": j["label"],
+                  "created_iso": j["created_iso"], "duration_s": j["duration_s"],
+                  "device": "%s:%s" % (j["device"].get("resolved", "?"), j["device"].get("id", 0)),
+                  "events": j["events"]} for j in jobs],
+    }
+
+
+def _common(j: Dict[str, Any]) -> Dict[str, Any]:
+    return {"jid": j["jid"], "label": j["label"], "state": j["state"], "device": j["device"],
+            "checks": j["checks"], "artifacts": j["artifacts"], "summary": j["result"]}
+
+
+def env_record(j: Dict[str, Any]) -> Dict[str, Any]:
+    """Environment job: checks with evidence levels, its summary, python and the allow-listed variables."""
+    rec = _common(j)
+    rec.update({"python": (j["started"] or {}).get("python") or j["python"], "env": j["env"]})
+    return rec
+
+
+def data_record(j: Dict[str, Any], files: SessionFiles) -> Dict[str, Any]:
+    """Data job: checks, artifact hashes, the split record, class mapping and scaling."""
+    rec = _common(j)
+    split = None
+    for entry in files.under("jobs/%s" % j["jid"]):
+        if entry.rel.endswith("/split.json"):
+            split = _json(entry.read())
+            rec["split_path"] = entry.rel
+            break
+    summary = j["result"] if isinstance(j["result"], dict) else {}
+    data_cfg = j["config"].get("data") or {}
+    told = summary.get("split") if isinstance(summary.get("split"), dict) else {}
+    split = dict(split or {})
+    for key, alt in (("seed", "seed"), ("val_fraction", "val_fraction"), ("train_idx_sha256", "train_sha256"),
+                     ("val_idx_sha256", "val_sha256"), ("index_file", "index_file")):
+        if split.get(key) is None and told.get(alt) is not None:
+            split[key] = told[alt]
+    totals = summary.get("totals") or {}
+    split.setdefault("n_train", totals.get("train"))
+    split.setdefault("n_val", totals.get("val"))
+    if not split.get("source_files") and summary.get("files"):
+        split["source_files"] = [{"name": f.get("name"), "sha256": f.get("sha256"),
+                                  "verified": f.get("verified")} for f in summary["files"] if isinstance(f, dict)]
+    rec.update({
+        "split": split,
+        "source": summary.get("source") or data_cfg.get("source"),
+        "synthetic": bool((split or {}).get("synthetic") or summary.get("synthetic") or data_cfg.get("source") == "synthetic"),
+        "scale": summary.get("scale") or data_cfg.get("scale"),
+        "class_names": list(summary.get("class_names") or summary.get("classes") or CLASS_NAMES),
+    })
+    return rec
+
+
+def training_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Training runs (config, epochs, best epoch, perf) and the test-set evaluations."""
+    runs = []
+    for j in jobs:
+        if j["kind"] != "train":
+            continue
+        cfg = j["config"]
+        steps = j["steps"]
+        losses = [l for l, r in zip(steps["loss"], steps["rank"]) if isinstance(l, (int, float)) and r in (None, 0)]
+        runs.append(dict(_common(j), **{
+            "config": {k: cfg.get(k) for k in ("device", "data", "model", "train") if k in cfg},
+            "config_yaml": j["config_yaml"],
+            "epochs": j["epochs"], "best_epoch": j["best_epoch"], "perf": j["perf"],
+            "steps_recorded": len(steps["step"]),
+            "curve": {"first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+                      "min_loss": min(losses) if losses else None,
+                      "val_accuracy": [(e.get("val") or {}).get("accuracy") for e in j["epochs"]]},
+            "class_names": list(CLASS_NAMES),
+        }))
+    tests = []
+    for j in jobs:
+        if j["kind"] != "test":
+            continue
+        summary = j["result"] if isinstance(j["result"], dict) else {}
+        tests.append(dict(_common(j), **{
+            "from": summary.get("from") or (j["config"].get("test") or {}).get("from"),
+            "accuracy": summary.get("accuracy"), "macro_f1": summary.get("macro_f1"),
+            "samples": summary.get("samples") or summary.get("n"),
+            "evaluations_of_model": summary.get("test_evaluations"),
+            "per_class": summary.get("per_class"), "confusion": summary.get("confusion"),
+        }))
+    return {"runs": runs, "tests": tests, "test_evaluations": len(tests),
+            "test_evaluations_ok": sum(1 for t in tests if t["state"] == "ok")}
+
+
+def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
+    for value in (perf.get("batch_size"), (perf.get("steady") or {}).get("batch_size"),
+                  (j["config"].get("train") or {}).get("batch_size") if j["kind"] == "train" else None):
+        if value is not None:
+            return value
+    sizes = [b for b in j["steps"]["batch_size"] if b is not None]
+    return Counter(sizes).most_common(1)[0][0] if sizes else None
+
+
+def performance_rows(jobs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One row per perf event: compile time, steady median/P95, images/s, batch, warm-up, sync, memory."""
+    rows = []
+    for j in jobs:
+        for perf in j["perf"]:
+            steady = perf.get("steady") or {}
+            scope = perf.get("scope") or "run"
+            if perf.get("epoch") is not None:
+                scope = "%s %s" % (scope, perf["epoch"])
+            if perf.get("rank") is not None:
+                scope = "rank %s %s" % (perf["rank"], scope)
+            rows.append({
+                "jid": j["jid"], "kind": j["kind"], "device": j["device"].get("resolved"), "rank": perf.get("rank"),
+                "scope": scope, "recompile": perf.get("recompile"), "timing_rule": perf.get("timing_rule"),
+                "first_step_s": perf.get("first_step_s"), "warmup_steps": perf.get("warmup_steps"),
+                "steady_n": steady.get("n"), "median_ms": steady.get("median_ms"), "p95_ms": steady.get("p95_ms"),
+                "images_per_s": steady.get("images_per_s"), "batch_size": _batch_size(j, perf),
+                "sync": perf.get("sync"), "peak_host_rss_mb": perf.get("peak_host_rss_mb"),
+                "peak_device_mb": perf.get("peak_device_mb"),
+                "host_rss_measures": perf.get("host_rss_measures") or HOST_RSS_MEANS,
+                "device_memory_measures": (perf.get("device_memory_note") or perf.get("device_memory_measures")
+                                           or DEVICE_MEM_MEANS),
+                "rules": {k: v for k, v in steady.items() if k.endswith("_rule")},
+            })
+    return rows
+
+
+def alignment_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Alignment jobs: reference and candidate, every tensor_diff, tolerances and the formula."""
+    out = []
+    for j in jobs:
+        if j["kind"] != "align":
+            continue
+        align_cfg = j["config"].get("align") or {}
+        diffs = j["tensor_diffs"]
+        first = diffs[0] if diffs else {}
+        out.append(dict(_common(j), **{
+            "reference": first.get("ref") or align_cfg.get("reference"),
+            "candidate": first.get("cand") or align_cfg.get("candidate"),
+            "tolerances": sorted({(d.get("atol"), d.get("rtol")) for d in diffs}, key=str),
+            "diffs": diffs, "passed": sum(1 for d in diffs if d.get("passed") is True),
+            "failed": [d.get("name") for d in diffs if d.get("passed") is not True],
+        }))
+    return {"formula": FORMULA, "jobs": out}
+
+
+def export_record(j: Dict[str, Any]) -> Dict[str, Any]:
+    """Export job: load checks, artifacts and their hashes, its summary."""
+    return _common(j)
+
+
+def other_record(j: Dict[str, Any]) -> Dict[str, Any]:
+    """A job of a kind without its own section (drill, or a kind this version does not know)."""
+    rec = _common(j)
+    rec.update({"kind": j["kind"], "steps_recorded": len(j["steps"]["step"]), "perf": j["perf"]})
+    return rec
+
+
+def checks_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Counts by evidence level, and every check that is not an observed pass, with its reason."""
+    counts = {s: 0 for s in STATUSES}
+    not_passed = []
+    for j in jobs:
+        for check in j["checks"]:
+            status = str(check.get("status"))
+            counts[status] = counts.get(status, 0) + 1
+            if status != "observed-pass":
+                reason = check.get("detail") or check.get("hint") or "no reason recorded"
+                not_passed.append(dict(check, reason=reason))
+    return {"counts": counts, "not_passed": not_passed}
+
+
+def not_verified(report: Dict[str, Any], jobs: List[Dict[str, Any]]) -> List[str]:
+    """Plain sentences about what this record does not show, derived from what is missing."""
+    out = []
+    ok = lambda kind: [j for j in jobs if j["kind"] == kind and j["state"] == "ok"]  # noqa: E731
+    if report["still_running"]:
+        out.append("Jobs still running when this record was written: %s. Their records stop at the export; "
+                   "export again once they end." % ", ".join(report["still_running"]))
+    names = {"env": "environment check", "data": "data contract check", "train": "training run",
+             "align": "alignment of target against reference", "export": "export and reload check"}
+    for kind, what in names.items():
+        present = [j for j in jobs if j["kind"] == kind]
+        if not present:
+            out.append("No %s job: no %s in this session." % (kind, what))
+        elif not ok(kind):
+            out.append("No %s job ended ok (%s): the %s is not established." % (
+                kind, "; ".join("%s %s" % (j["jid"], j["label"]) for j in present), what))
+    ascend_ok = [j for j in jobs if j["device"].get("resolved") == "Ascend" and j["state"] == "ok"]
+    if not ascend_ok:
+        out.append("No job ran to completion on an Ascend device: nothing here says anything about Ascend hardware.")
+    if report["training"]["runs"] and not report["training"]["test_evaluations_ok"]:
+        out.append("No test-set evaluation ended ok: the reported accuracy is on the validation split only.")
+    repeated = [t for t in report["training"]["tests"] if isinstance(t.get("evaluations_of_model"), int)
+                and t["evaluations_of_model"] > 1]
+    for t in repeated:
+        out.append("The test set was evaluated %d times for %s: only the first result is an unbiased estimate." % (
+            t["evaluations_of_model"], t["from"]))
+    if any(d.get("synthetic") for d in report["data"]) or any(
+            (r["config"].get("data") or {}).get("source") == "synthetic" for r in report["training"]["runs"]):
+        out.append("Synthetic data was used: its numbers say nothing about Fashion-MNIST.")
+    for a in report["alignment"]["jobs"]:
+        if a["failed"]:
+            out.append("Alignment %s: %d tensor(s) outside tolerance (%s)." % (
+                a["jid"], len(a["failed"]), ", ".join(map(str, a["failed"][:8]))))
+    missing = [a for j in jobs for a in j["artifacts"] if a["on_disk"] not in ("matches", "superseded")]
+    if missing:
+        out.append("Artifacts whose file is missing or differs from its recorded hash: %s." % ", ".join(
+            "%s/%s (%s)" % (a["jid"], a.get("path"), a["on_disk"]) for a in missing[:10]))
+    counts = report["checks"]["counts"]
+    if counts.get("observed-fail"):
+        out.append("%d check(s) observed a failure (listed above)." % counts["observed-fail"])
+    if counts.get("blocked") or counts.get("not-run"):
+        out.append("%d check(s) blocked and %d not run (listed above with their reasons)." % (
+            counts.get("blocked", 0), counts.get("not-run", 0)))
+    gaps = [j["jid"] for j in jobs if j["seq_problems"]]
+    if gaps:
+        out.append("Event files with gaps or damaged lines: %s." % ", ".join(gaps))
+    return out

@@ -1,0 +1,213 @@
+"""Writes the session record: report.md/json, metrics CSVs, SVG figures and screenshots, manifest, tar.gz."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from workbench.atomic import write_bytes, write_json, write_text
+from workbench.report import markdown, metrics_csv, svg
+from workbench.report.collect import FORMAT, collect
+from workbench.report.manifest import MANIFEST_NAME, Entry, SessionFiles, write_archive, write_manifest
+from workbench.report.secrets import Scrubber, scrub_pairs
+from workbench.session import SessionStore, job_status
+
+SCREENSHOT_TIMEOUT_S = 90.0
+EXPORT_DIR = "export"
+
+
+def _job_of(rel: str) -> Optional[str]:
+    parts = rel.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "jobs" else None
+
+
+def scrub_session(files: SessionFiles, running: List[str]) -> Scrubber:
+    """Mask secrets in the snapshot; write the masked files back for jobs that have ended.
+
+    Writing back keeps the session folder, the manifest and the archive identical; the files of a
+    running job are only masked in the copy (its writer still appends to them).
+    """
+    scrubber = scrub_pairs((e.rel, e.data) for e in files.entries.values() if e.data is not None)
+    for entry in files.entries.values():
+        if entry.data is None:
+            continue
+        clean = scrubber.file(entry.rel, entry.data)
+        if clean == entry.data:
+            continue
+        entry.replace(clean)
+        if _job_of(entry.rel) not in running:
+            write_bytes(entry.path, clean)
+    return scrubber
+
+
+def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
+    """Loss, step-time and confusion SVGs per job; returns {jid: {name: relative path}}."""
+    made: Dict[str, Dict[str, str]] = {}
+    jobs = {j["jid"]: j for j in report["jobs"]}
+    for run in report["training"]["runs"]:
+        j = jobs[run["jid"]]
+        mine = made.setdefault(run["jid"], {})
+        warmup = (j["config"].get("train") or {}).get("warmup_steps")
+        perf = j["perf"][-1] if j["perf"] else None
+        if perf is not None and perf.get("warmup_steps") is not None:
+            warmup = perf["warmup_steps"]
+        if j["steps"]["step"]:
+            write_text(out / "figures" / ("%s-loss.svg" % run["jid"]), svg.loss_curve_svg(run["jid"], j["steps"], j["epochs"]))
+            write_text(out / "figures" / ("%s-step-time.svg" % run["jid"]),
+                       svg.step_time_svg(run["jid"], j["steps"], warmup, perf))
+            mine["loss"] = "figures/%s-loss.svg" % run["jid"]
+            mine["step_time"] = "figures/%s-step-time.svg" % run["jid"]
+        best = run["best_epoch"] or {}
+        matrix = (best.get("val") or {}).get("confusion")
+        if matrix:
+            name = "figures/%s-confusion.svg" % run["jid"]
+            title = "%s: confusion matrix, epoch %s (validation)" % (run["jid"], best.get("epoch"))
+            write_text(out / name, svg.confusion_svg(matrix, run["class_names"], title))
+            mine["confusion"] = name
+    for test in report["training"]["tests"]:
+        if test.get("confusion"):
+            name = "figures/%s-confusion.svg" % test["jid"]
+            names = report["training"]["runs"][0]["class_names"] if report["training"]["runs"] else [str(i) for i in range(10)]
+            write_text(out / name, svg.confusion_svg(test["confusion"], names, "%s: confusion matrix (test set)" % test["jid"]))
+            made.setdefault(test["jid"], {})["confusion"] = name
+    return {k: v for k, v in made.items() if v}
+
+
+def screenshots(root: Path, sid: str, out: Path, timeout_s: float = SCREENSHOT_TIMEOUT_S) -> Dict[str, Any]:
+    """Run the screenshot renderer in a child process; its failure is reported, not raised."""
+    argv = [sys.executable, "-m", "workbench.report.screenshots", str(root), sid, str(out / "screenshots")]
+    env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
+    project = str(Path(__file__).resolve().parent.parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (project, env.get("PYTHONPATH", "")) if p)
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {"files": [], "error": "the screen renderer did not finish within %.0f s" % timeout_s}
+    except OSError as exc:
+        return {"files": [], "error": "could not start the screen renderer: %s" % exc}
+    result: Dict[str, Any] = {}
+    for line in reversed(proc.stdout.splitlines()):
+        try:
+            result = json.loads(line)
+            break
+        except ValueError:
+            continue
+    if not result:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"files": [], "error": "screen renderer exited %s: %s" % (proc.returncode, tail[:300])}
+    result["files"] = ["screenshots/%s" % name for name in result.get("files") or []]
+    return result
+
+
+def _export_entries(export_dir: Path, skip: List[str]) -> List[Entry]:
+    """Entries for the export's own files, named as they sit in the archive (export/...)."""
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(str(export_dir)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            rel_in_export = os.path.relpath(str(path), str(export_dir)).replace(os.sep, "/")
+            if rel_in_export in skip or (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            entries.append(Entry("%s/%s" % (EXPORT_DIR, rel_in_export), path, path.read_bytes(), path.stat().st_mtime))
+    return entries
+
+
+def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None,
+                   with_screenshots: bool = True) -> Path:
+    """Write the session record to `out_dir` (default sessions/<sid>/export) and return that folder."""
+    session_dir = store.session_dir(sid)
+    export_dir = Path(out_dir).resolve() if out_dir else session_dir / EXPORT_DIR
+    if out_dir and export_dir != session_dir / EXPORT_DIR:
+        _check_replaceable(export_dir)  # sessions/<sid>/export is the record's own folder
+    jobs_dir = session_dir / "jobs"
+    running = [d.name for d in sorted(jobs_dir.iterdir()) if (d / "job.json").exists()
+               and job_status(d).state == "running"] if jobs_dir.is_dir() else []
+    files = SessionFiles.snapshot(session_dir, exclude=(EXPORT_DIR,))
+    scrubber = scrub_session(files, running)
+    report = collect(store, sid, files, scrubber)
+
+    export_dir.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".export-staging-", dir=str(export_dir.parent)))
+    try:
+        metrics = {"steps.csv": metrics_csv.steps_csv(report["jobs"]),
+                   "epochs.csv": metrics_csv.epochs_csv(report["jobs"]),
+                   "per_class.csv": metrics_csv.per_class_csv(report["jobs"], _class_names(report))}
+        for name, text in metrics.items():
+            write_text(stage / "metrics" / name, text)
+        report["files"] = {"metrics": ["metrics/%s" % n for n in metrics], "figures": figures(report, stage)}
+        report["files"]["screenshots"] = (screenshots(store.root, sid, stage) if with_screenshots
+                                          else {"files": [], "error": "skipped on request"})
+        write_text(stage / "report.md", markdown.render(report))
+        write_json(stage / "report.json", report)
+        _scrub_tree(stage, scrubber)
+        _swap_in(stage, export_dir)
+    finally:
+        if stage.exists():
+            shutil.rmtree(str(stage), ignore_errors=True)
+
+    archive_name = "%s.tar.gz" % sid
+    export_entries = _export_entries(export_dir, [MANIFEST_NAME, archive_name])
+    recorded = sorted(files.entries.values(), key=lambda e: e.rel) + export_entries
+    write_manifest(export_dir / MANIFEST_NAME, recorded)
+    manifest_path = export_dir / MANIFEST_NAME
+    manifest_entry = Entry("%s/%s" % (EXPORT_DIR, MANIFEST_NAME), manifest_path, manifest_path.read_bytes(),
+                           manifest_path.stat().st_mtime)
+    export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in export_entries if e.rel.count("/") > 1})
+    dirs = list(files.dirs) + [EXPORT_DIR] + export_dirs
+    write_archive(export_dir / archive_name, sid, recorded + [manifest_entry], dirs)
+    return export_dir
+
+
+def _class_names(report: Dict[str, Any]) -> List[str]:
+    runs = report["training"]["runs"]
+    if runs:
+        return list(runs[0]["class_names"])
+    from workbench.data.dataset import CLASS_NAMES
+
+    return list(CLASS_NAMES)
+
+
+def _scrub_tree(folder: Path, scrubber: Scrubber) -> None:
+    """A last pass over everything the export wrote (screenshots show whatever a screen showed)."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            clean = scrubber.file(path.name, data)
+            if clean != data:
+                write_text(path, clean.decode("utf-8"))
+
+
+def _check_replaceable(export_dir: Path) -> None:
+    """An existing folder is replaced only when it is empty or an earlier record (never someone's files)."""
+    if not export_dir.exists():
+        return
+    if not export_dir.is_dir():
+        raise FileExistsError("%s exists and is not a folder; choose another --out" % export_dir)
+    if not any(export_dir.iterdir()):
+        return
+    try:
+        earlier = json.loads((export_dir / "report.json").read_text(encoding="utf-8")).get("format")
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    if earlier != FORMAT:
+        raise FileExistsError("%s is not empty and holds no earlier session record (report.json of format %s); "
+                              "choose another --out" % (export_dir, FORMAT))
+
+
+def _swap_in(stage: Path, export_dir: Path) -> None:
+    """Replace the export folder by the staged one (the old one is removed only after the swap)."""
+    old = None
+    if export_dir.exists():
+        old = Path(tempfile.mkdtemp(prefix=".export-old-", dir=str(export_dir.parent)))
+        os.rmdir(str(old))
+        os.replace(str(export_dir), str(old))
+    os.replace(str(stage), str(export_dir))
+    if old is not None:
+        shutil.rmtree(str(old), ignore_errors=True)

@@ -1,0 +1,109 @@
+"""SVG screenshots of the six screens, rendered headlessly from a session's event files.
+
+Run as `python -m workbench.report.screenshots ROOT SID OUT_DIR`: the export starts it as a
+child process so that a failure here (no textual on a board's interpreter, a screen that
+raises) costs the record its pictures, never the record itself. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+SIZE = (120, 36)
+SCREENS = (("1", "environment"), ("2", "data"), ("3", "training"), ("4", "alignment"), ("5", "export"),
+           ("6", "session"))
+INGEST_TIMEOUT_S = 20.0
+SETTLE_S = 0.35  # longer than one redraw tick at the default 4 Hz
+
+
+def _event_bytes(root: Path, sid: str) -> Dict[str, int]:
+    sizes = {}
+    jobs = root / sid / "jobs"
+    for job in sorted(jobs.iterdir()) if jobs.is_dir() else []:
+        if (job / "job.json").exists():
+            path = job / "events.jsonl"
+            sizes[job.name] = path.stat().st_size if path.exists() else 0
+    return sizes
+
+
+def _caught_up(app: Any, sizes: Dict[str, int]) -> bool:
+    """The tracker knows every job and has read each events file up to the size seen at the start."""
+    jobs = app.tracker.jobs
+    if set(jobs) != set(sizes):
+        return False
+    return all(job.reader.offset >= sizes[jid] for jid, job in jobs.items())
+
+
+async def shoot(root: Path, sid: str, out_dir: Path, written: List[str], size=SIZE) -> None:
+    """Open the app on the session, let it ingest the event files, save one SVG per screen into `written`."""
+    from workbench.app import WorkbenchApp
+    from workbench.config import defaults
+    from workbench.session import SessionStore
+
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sizes = _event_bytes(root, sid)
+    app = WorkbenchApp(SessionStore(root), sid, cfg=defaults(), argv=["ms-workbench", "export"])
+    async with app.run_test(size=size) as pilot:
+        deadline = time.monotonic() + INGEST_TIMEOUT_S
+        last, stable = -1, 0
+        while time.monotonic() < deadline:
+            await pilot.pause(0.05)
+            if _caught_up(app, sizes):
+                stable = stable + 1 if app.events_ingested == last else 0
+                last = app.events_ingested
+                if stable >= 2:
+                    break
+        for _, mode in SCREENS:
+            await app.switch_mode(mode)
+            await _drawn(pilot, app.screen)
+            if getattr(app, "_exception", None) is not None:
+                break  # a screen raised: the app is going down and later pictures would be blank
+            name = "%s.svg" % mode
+            svg = app.export_screenshot(title="ms-workbench · %s · %s" % (sid, mode))
+            tmp = out_dir / ("." + name + ".tmp")
+            tmp.write_text(svg, encoding="utf-8")
+            os.replace(str(tmp), str(out_dir / name))
+            written.append(name)
+        app.exit()
+
+
+async def _drawn(pilot: Any, screen: Any) -> None:
+    """Wait until the screen has drawn its model's latest version (or a redraw tick has passed)."""
+    view = getattr(screen, "view", None)
+    deadline = time.monotonic() + SETTLE_S * 4
+    await pilot.pause(0.05)
+    while time.monotonic() < deadline:
+        rendered = getattr(screen, "_rendered", None)
+        if rendered is None:  # a screen without the bookkeeping: give it one redraw tick
+            await pilot.pause(SETTLE_S)
+            return
+        if view is not None and rendered == getattr(view, "version", rendered):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def main(argv: List[str]) -> int:
+    """Entry point: ROOT SID OUT_DIR; prints {"files": [...], "error": null, "mindspore_imported": bool}."""
+    root, sid, out_dir = Path(argv[0]), argv[1], Path(argv[2])
+    written: List[str] = []
+    result: Dict[str, Any] = {"files": written, "error": None}
+    try:
+        asyncio.run(shoot(root, sid, out_dir, written))
+    except Exception as exc:  # the caller reports it in the record instead of crashing
+        result["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "")
+    result["mindspore_imported"] = any(m.split(".")[0] == "mindspore" for m in sys.modules)
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return 0 if result["error"] is None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

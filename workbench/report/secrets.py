@@ -1,0 +1,256 @@
+"""Keeps secrets out of the session record: an environment allow-list and masking by name and value."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+MASK = "[masked]"  # no angle brackets: it must stay visible in Markdown and valid inside SVG text
+ALLOW_PREFIXES = ("ASCEND_", "GLOG_", "MS_")
+ALLOW_NAMES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
+# Words that make a variable or field name secret-like, matched against the name's parts.
+SECRET_WORDS = frozenset((
+    "token", "secret", "password", "passwd", "passphrase", "credential", "credentials",
+    "apikey", "auth", "authorization", "cookie",
+))
+# 'key' alone is too common a field name ("key": "lr"); with another word (API_KEY) it is a secret.
+PAIRED_WORDS = frozenset(("key",))
+# A name ending in one of these describes something else (KeyError, TOKEN_COUNT, KEY_PATH).
+NOT_SECRET_TAILS = frozenset((
+    "error", "exception", "warning", "id", "ids", "count", "file", "path", "dir", "name", "names",
+    "len", "length", "size", "type", "url", "rule", "hint", "sock", "socket", "mode", "enabled", "required",
+))
+# Parent keys under which a mapping of NAME -> value is taken to be environment variables.
+ENV_KEYS = frozenset(("env", "environ", "environment", "env_vars", "environment_variables", "variables"))
+ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Za-z0-9]*)*$")
+# NAME=VALUE or NAME: VALUE in free text (logs, argv strings, YAML).
+# The value stops at markup characters so that masking text inside SVG or HTML keeps it well-formed.
+ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]*)(\s*[=:]\s*)(\"[^\"<>]*\"|'[^'<>]*'|[^\s\"',;<>&]+)")
+MIN_SECRET_CHARS = 6  # shorter values ("1", "yes", "8080") are too common to hunt for by value
+NUMBER = re.compile(r"^[-+0-9.eE:]+$")
+# Markers a job may already have put in place of a value: never hunted as secrets themselves.
+MASK_MARKERS = frozenset((MASK, "<masked>", "***", "********"))
+
+
+def huntable(value: str) -> bool:
+    """True for a value worth removing wherever it appears: long enough, not a number, not a path."""
+    return (len(value) >= MIN_SECRET_CHARS and value not in MASK_MARKERS and not NUMBER.match(value)
+            and not value.startswith(("/", "~", "./", "../")))
+
+
+def name_parts(name: str) -> List[str]:
+    """Lower-case words of a name: 'ASCEND_API_KEY' -> ['ascend', 'api', 'key'], 'apiKey' -> ['api', 'key']."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [p.lower() for p in re.split(r"[^A-Za-z0-9]+", spaced) if p]
+
+
+def secret_name(name: str) -> bool:
+    """True when a name looks like it holds a token, key, secret, password or credential."""
+    parts = name_parts(name)
+    if not parts or parts[-1] in NOT_SECRET_TAILS:
+        return False
+    if any(p in SECRET_WORDS for p in parts) or "apikey" in "".join(parts):
+        return True
+    return len(parts) >= 2 and any(p in PAIRED_WORDS for p in parts)
+
+
+def allowed_name(name: str) -> bool:
+    """True for environment variables the record may show: ASCEND_*, GLOG_*, MS_*, PATH, LD_LIBRARY_PATH, PYTHONPATH."""
+    return name in ALLOW_NAMES or any(name.startswith(p) for p in ALLOW_PREFIXES)
+
+
+def mask_env(env: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Environment variables for the report: allow-listed names only, secret-like values masked."""
+    out = {}
+    for name in sorted(env or {}):
+        if allowed_name(str(name)):
+            out[str(name)] = MASK if secret_name(str(name)) and env[name] not in (None, "") else env[name]
+    return out
+
+
+def looks_like_env(key: Optional[str], value: Any) -> bool:
+    """True for a mapping of environment variables (under an env-like key, names like PATH or GLOG_v)."""
+    if not isinstance(value, dict) or not value:
+        return False
+    if not all(isinstance(v, (str, type(None))) for v in value.values()):
+        return False
+    names_ok = all(ENV_NAME.match(str(k)) for k in value)
+    if key is not None and str(key).lower() in ENV_KEYS:
+        return names_ok
+    return names_ok and len(value) >= 2 and any(allowed_name(str(k)) for k in value)
+
+
+def env_secret_values(environ: Optional[Mapping[str, str]] = None) -> Set[str]:
+    """Values of secret-like variables in an environment (default: this process's)."""
+    environ = os.environ if environ is None else environ
+    return {v for k, v in environ.items() if secret_name(k) and isinstance(v, str) and huntable(v)}
+
+
+class Scrubber:
+    """Masks secrets in JSON values and text, remembering every masked value to remove it elsewhere."""
+
+    def __init__(self, known_values: Iterable[str] = ()):
+        self.values: Set[str] = {v for v in known_values if huntable(v)}
+
+    # -- finding ---------------------------------------------------------------------------------
+    def learn_obj(self, obj: Any, key: Optional[str] = None) -> None:
+        """Remember the values of secret-like names inside a JSON value."""
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if isinstance(v, str) and secret_name(str(k)):
+                    self._remember(v)
+                self.learn_obj(v, str(k))
+        elif isinstance(obj, list):
+            for v in obj:
+                self.learn_obj(v, key)
+        elif isinstance(obj, str):
+            self.learn_text(obj)
+
+    def learn_text(self, text: str) -> None:
+        """Remember the values of NAME=VALUE assignments with secret-like names in free text."""
+        for match in ASSIGNMENT.finditer(text):
+            if secret_name(match.group(1)):
+                self._remember(match.group(3).strip("\"'"))
+
+    def _remember(self, value: str) -> None:
+        if huntable(value):
+            self.values.add(value)
+
+    # -- masking ---------------------------------------------------------------------------------
+    def text(self, text: str) -> str:
+        """Mask secret-like assignments and every remembered value in free text."""
+        def repl(match: "re.Match[str]") -> str:
+            if not secret_name(match.group(1)):
+                return match.group(0)
+            value = match.group(3)
+            quote = value[0] if value[:1] in ("'", '"') else ""
+            return match.group(1) + match.group(2) + quote + MASK + quote
+        text = ASSIGNMENT.sub(repl, text)
+        for value in sorted(self.values, key=len, reverse=True):
+            if value in text:
+                text = text.replace(value, MASK)
+        return text
+
+    def obj(self, obj: Any, key: Optional[str] = None) -> Any:
+        """A copy of a JSON value with secret-like fields, assignments and remembered values masked."""
+        if isinstance(obj, dict):
+            out = {}
+            for k, v in obj.items():
+                if isinstance(v, str) and secret_name(str(k)) and v and v not in MASK_MARKERS:
+                    out[k] = MASK
+                else:
+                    out[k] = self.obj(v, str(k))
+            return out
+        if isinstance(obj, list):
+            return [self.obj(v, key) for v in obj]
+        if isinstance(obj, str):
+            return self.text(obj)
+        return obj
+
+    def report_obj(self, obj: Any, key: Optional[str] = None) -> Any:
+        """Like obj(), and environment mappings are cut to the allow-list (what the report shows)."""
+        if looks_like_env(key, obj):
+            return {k: (self.text(v) if isinstance(v, str) else v) for k, v in mask_env(obj).items()}
+        if isinstance(obj, dict):
+            out = {}
+            for k, v in obj.items():
+                if isinstance(v, str) and secret_name(str(k)) and v:
+                    out[k] = MASK
+                else:
+                    out[k] = self.report_obj(v, str(k))
+            return out
+        if isinstance(obj, list):
+            return [self.report_obj(v, key) for v in obj]
+        if isinstance(obj, str):
+            return self.text(obj)
+        return obj
+
+    # -- files -----------------------------------------------------------------------------------
+    def learn_file(self, name: str, data: bytes) -> None:
+        """Remember the secrets a file holds (JSON, JSON lines or text; binary files are skipped)."""
+        kind = file_kind(name, data)
+        if kind == "json":
+            try:
+                self.learn_obj(json.loads(data.decode("utf-8")))
+                return
+            except ValueError:
+                kind = "text"
+        if kind == "jsonl":
+            for line in data.decode("utf-8", "replace").splitlines():
+                try:
+                    self.learn_obj(json.loads(line))
+                except ValueError:
+                    self.learn_text(line)
+            return
+        if kind == "text":
+            self.learn_text(data.decode("utf-8", "replace"))
+
+    def file(self, name: str, data: bytes) -> bytes:
+        """The file's bytes with secrets masked; unchanged bytes (and lines) are kept exactly."""
+        kind = file_kind(name, data)
+        if kind == "binary":
+            return data
+        if kind == "json":
+            try:
+                obj = json.loads(data.decode("utf-8"))
+            except ValueError:
+                kind = "text"
+            else:
+                clean = self.obj(obj)
+                if clean == obj:
+                    return data
+                return (json.dumps(clean, indent=2) + "\n").encode("utf-8")
+        if kind == "jsonl":
+            lines = data.split(b"\n")
+            out = [self._jsonl_line(line) for line in lines]
+            return b"\n".join(out)
+        text = data.decode("utf-8", "replace")
+        clean = self.text(text)
+        return data if clean == text else clean.encode("utf-8")
+
+    def _jsonl_line(self, line: bytes) -> bytes:
+        if not line.strip():
+            return line
+        text = line.decode("utf-8", "replace")
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            clean_text = self.text(text)
+            return line if clean_text == text else clean_text.encode("utf-8")
+        clean = self.obj(obj)
+        if clean == obj:
+            return line
+        return json.dumps(clean, separators=(",", ":")).encode("utf-8")
+
+
+TEXT_SUFFIXES = (".log", ".yaml", ".yml", ".txt", ".md", ".csv", ".svg", ".html", ".sh", ".cfg", ".info", ".py")
+
+
+def file_kind(name: str, data: bytes) -> str:
+    """'json', 'jsonl', 'text' or 'binary', from the name and a look at the bytes."""
+    lower = name.lower()
+    if lower.endswith(".jsonl"):
+        return "jsonl"
+    if lower.endswith(".json"):
+        return "json"
+    if lower.endswith(TEXT_SUFFIXES):
+        return "text"
+    head = data[:8192]
+    if b"\0" in head:
+        return "binary"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a character cut at the end of the sample is fine
+            return "binary"
+    return "text"
+
+
+def scrub_pairs(pairs: Iterable[Tuple[str, bytes]], environ: Optional[Mapping[str, str]] = None) -> Scrubber:
+    """A Scrubber that has learned the secrets of these (name, bytes) files and of the environment."""
+    scrubber = Scrubber(env_secret_values(environ))
+    for name, data in pairs:
+        scrubber.learn_file(name, data)
+    return scrubber
