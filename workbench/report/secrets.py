@@ -7,21 +7,11 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-MASK = "[masked]"  # no angle brackets: it must stay visible in Markdown and valid inside SVG text
-ALLOW_PREFIXES = ("ASCEND_", "GLOG_", "MS_")
-ALLOW_NAMES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
-# Words that make a variable or field name secret-like, matched against the name's parts.
-SECRET_WORDS = frozenset((
-    "token", "secret", "password", "passwd", "passphrase", "credential", "credentials",
-    "apikey", "auth", "authorization", "cookie",
-))
-# 'key' alone is too common a field name ("key": "lr"); with another word (API_KEY) it is a secret.
-PAIRED_WORDS = frozenset(("key",))
-# A name ending in one of these describes something else (KeyError, TOKEN_COUNT, KEY_PATH).
-NOT_SECRET_TAILS = frozenset((
-    "error", "exception", "warning", "id", "ids", "count", "file", "path", "dir", "name", "names",
-    "len", "length", "size", "type", "url", "rule", "hint", "sock", "socket", "mode", "enabled", "required",
-))
+from workbench.envvars import (  # one rule for every record: the env job and the session export
+    ALLOW_NAMES, ALLOW_PREFIXES, MASK, NOT_SECRET_TAILS, PAIRED_WORDS, SECRET_WORDS, allowed_name, name_parts,
+    record_env as mask_env, secret_name,
+)
+
 # Parent keys under which a mapping of NAME -> value is taken to be environment variables.
 ENV_KEYS = frozenset(("env", "environ", "environment", "env_vars", "environment_variables", "variables"))
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Za-z0-9]*)*$")
@@ -40,34 +30,12 @@ def huntable(value: str) -> bool:
             and not value.startswith(("/", "~", "./", "../")))
 
 
-def name_parts(name: str) -> List[str]:
-    """Lower-case words of a name: 'ASCEND_API_KEY' -> ['ascend', 'api', 'key'], 'apiKey' -> ['api', 'key']."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
-    return [p.lower() for p in re.split(r"[^A-Za-z0-9]+", spaced) if p]
 
 
-def secret_name(name: str) -> bool:
-    """True when a name looks like it holds a token, key, secret, password or credential."""
-    parts = name_parts(name)
-    if not parts or parts[-1] in NOT_SECRET_TAILS:
-        return False
-    if any(p in SECRET_WORDS for p in parts) or "apikey" in "".join(parts):
-        return True
-    return len(parts) >= 2 and any(p in PAIRED_WORDS for p in parts)
 
 
-def allowed_name(name: str) -> bool:
-    """True for environment variables the record may show: ASCEND_*, GLOG_*, MS_*, PATH, LD_LIBRARY_PATH, PYTHONPATH."""
-    return name in ALLOW_NAMES or any(name.startswith(p) for p in ALLOW_PREFIXES)
 
 
-def mask_env(env: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Environment variables for the report: allow-listed names only, secret-like values masked."""
-    out = {}
-    for name in sorted(env or {}):
-        if allowed_name(str(name)):
-            out[str(name)] = MASK if secret_name(str(name)) and env[name] not in (None, "") else env[name]
-    return out
 
 
 def looks_like_env(key: Optional[str], value: Any) -> bool:

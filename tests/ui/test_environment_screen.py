@@ -1,0 +1,160 @@
+"""The Environment screen fed by recorded env jobs: snapshots, the detail pane, devices, the r and p keys."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from rich.console import Console
+from textual.widgets import DataTable, Static
+
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from workbench.app import WorkbenchApp
+from workbench.atomic import read_json
+from workbench.config import defaults
+from workbench.runner import JobRunner
+from workbench.session import SessionStore
+
+SID = "20240101-000000-e1e1"
+FAILED_EXIT = dict(OK_EXIT, returncode=1)
+RECORDED = {
+    "cpu-pass": ("env_cpu_pass.jsonl", OK_EXIT),
+    "ascend-blocked": ("env_ascend_blocked.jsonl", FAILED_EXIT),
+    "910a-warning": ("env_910a_warning.jsonl", OK_EXIT),
+    "npu-smi-failing": ("env_npu_smi_failing.jsonl", OK_EXIT),
+}
+
+
+def _app(tmp_path, monkeypatch, name: str, cfg=None) -> WorkbenchApp:
+    """The app on a session replaying one recorded env job (fixed session id for stable snapshots)."""
+    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    events, exit_record = RECORDED[name]
+    sid = make_recorded_session(tmp_path, [("env-001", "env", FIXTURES / events, exit_record)])
+    return WorkbenchApp(SessionStore(tmp_path), sid, cfg or defaults())
+
+
+async def _until(pilot, predicate, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await pilot.pause(0.05)
+
+
+async def _show(pilot, select=None) -> None:
+    await pilot.press("1")
+    await wait_ingested(pilot, pilot.app)
+    view = pilot.app.views["environment"]
+    await _until(pilot, lambda: view.status and view.status != "running" and pilot.app.screen._rendered == view.version)
+    if select:
+        pilot.app.screen.select_check(select)
+    await pilot.pause(0.1)
+
+
+def _text(app, selector: str) -> str:
+    """What a Static shows, as plain text (its renderable printed on a wide console)."""
+    console = Console(width=300, file=io.StringIO(), color_system=None)
+    console.print(app.screen.query_one(selector, Static).content)
+    return console.file.getvalue()
+
+
+def _detail_text(app) -> str:
+    return _text(app, "#env-detail")
+
+
+@pytest.mark.parametrize("name,size,select", [
+    pytest.param("cpu-pass", (120, 36), None, id="cpu-all-pass-120x36"),
+    pytest.param("cpu-pass", (80, 24), None, id="cpu-all-pass-80x24"),
+    pytest.param("910a-warning", (120, 36), None, id="ascend-910a-warning-120x36"),
+    pytest.param("npu-smi-failing", (120, 36), None, id="npu-smi-failing-120x36"),
+    pytest.param("ascend-blocked", (120, 36), "probe-add-fp32", id="ascend-blocked-probe-120x36"),
+    pytest.param("ascend-blocked", (80, 24), "probe-add-fp32", id="ascend-blocked-probe-80x24"),
+])
+def test_snapshot(snap_compare, tmp_path, monkeypatch, name, size, select):
+    async def run_before(pilot):
+        await _show(pilot, select)
+
+    assert snap_compare(_app(tmp_path, monkeypatch, name), terminal_size=size, run_before=run_before)
+
+
+async def test_cpu_run_lists_every_check_in_group_order_with_probe_values(tmp_path, monkeypatch):
+    app = _app(tmp_path, monkeypatch, "cpu-pass")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _show(pilot)
+        view = app.views["environment"]
+        ids = [c["id"] for c in view.ordered_checks()]
+        assert ids[:4] == ["probe-add-fp32", "probe-matmul-fp16", "probe-matmul-fp32", "interpreter"]
+        assert view.counts()["observed-fail"] == 0 and view.counts()["blocked"] == 0
+        table = app.screen.query_one("#env-checks", DataTable)
+        assert table.row_count == len(ids)
+        fp16 = table.get_row("probe-matmul-fp16")
+        assert str(fp16[0]) == "PASS" and "max abs diff" in str(fp16[2])
+        runline = _text(app, "#env-runline")
+        assert "target CPU:0" in runline and "requested auto" in runline and "no /dev/davinci" in runline
+        assert not app.screen.query_one("#env-devices", DataTable).display
+
+
+async def test_failed_probe_is_shown_with_mindspores_message_hint_and_raw_output(tmp_path, monkeypatch):
+    app = _app(tmp_path, monkeypatch, "ascend-blocked")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _show(pilot)
+        view = app.views["environment"]
+        assert app.screen.selected == view.first_failing() == "probe-add-fp32"  # the pane opens on it
+        text = _detail_text(app)
+        assert "BLOCKED" in text and "Unsupported device target Ascend" in text
+        assert "next: " in text and "set_env.sh" in text
+        assert "evidence" in text and "raw output" in text
+        assert "DeviceProbeFailed" in _text(app, "#env-runline")
+        await pilot.press("ctrl+end")  # the keyboard moves the selection, and the pane follows
+        await pilot.pause(0.1)
+        assert app.screen.selected == "env-vars" and "Environment variables" in _detail_text(app)
+
+
+async def test_devices_panel_shows_the_warning_device(tmp_path, monkeypatch):
+    app = _app(tmp_path, monkeypatch, "910a-warning")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _show(pilot)
+        assert app.screen.selected == "npu-health"
+        devices = app.screen.query_one("#env-devices", DataTable)
+        assert devices.display and devices.row_count == 1
+        row = [str(cell) for cell in devices.get_row_at(0)]
+        assert row == ["1", "0", "910A", "Warning", "35", "69.6", "0", "2681 / 15137", "1 / 32768"]
+        assert "health Warning" in _detail_text(app)
+        assert "none on the devices" in _text(app, "#env-processes")
+
+
+async def test_npu_smi_failure_is_explained_in_the_devices_panel_and_the_detail(tmp_path, monkeypatch):
+    app = _app(tmp_path, monkeypatch, "npu-smi-failing")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _show(pilot)
+        assert app.screen.selected == "npu-smi"
+        assert "dcmi-8020" in _text(app, "#env-devices-title")
+        text = _detail_text(app)
+        assert "ret is -8020" in text and "--device /dev/davinci" in text
+
+
+async def test_p_runs_only_the_probes_and_r_runs_everything_again(tmp_path, monkeypatch):
+    cfg = defaults()
+    # Stand-in probes (hang 1 s, crash, give up): the keys' wiring is the point, not MindSpore's speed.
+    cfg["env"]["probe_module"] = "tests.fixtures.probe_standin"
+    cfg["limits"]["probe_timeout_s"] = 1.0
+    app = _app(tmp_path, monkeypatch, "cpu-pass", cfg)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _show(pilot)
+        view = app.views["environment"]
+        await pilot.press("p")
+        await _until(pilot, lambda: view.jid == "env-002" and view.state not in ("", "running"), 60)
+        job = app.tracker.jobs["env-002"]
+        assert read_json(job.dir / "config.json")["env"]["only_probes"] is True
+        assert view.scope == "probes" and view.state == "failed"
+        assert view.check_jid["interpreter"] == "env-001"  # the full run's checks stay
+        assert {view.check_jid[c] for c in view.checks if c.startswith("probe-")} == {"env-002"}
+        assert view.checks["probe-matmul-fp16"]["status"] == "observed-fail"
+        assert "SIGSEGV" in view.checks["probe-matmul-fp16"]["detail"]
+        app.cfg["env"]["probes"] = False
+        await pilot.press("r")
+        await _until(pilot, lambda: view.jid == "env-003" and view.state not in ("", "running"), 60)
+        assert view.scope == "all" and view.check_jid["interpreter"] == "env-003"
+        assert view.checks["probe-add-fp32"]["status"] == "not-run"
+    for jid in ("env-002", "env-003"):
+        assert JobRunner.wait(app.tracker.jobs[jid].dir, 30)
