@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from workbench.views.data import DataView
 from workbench.views.alignment import AlignmentView
+from workbench.views.export import ExportView
+from workbench.views.environment import EnvironmentView
 from workbench.views.kind import KindView
 from workbench.views.session import SessionView
 from workbench.views.training import TrainingView
 
 VIEWS = {
-    "environment": lambda: KindView("env"),
+    "environment": EnvironmentView,
     "data": DataView,
     "training": TrainingView,
     "alignment": AlignmentView,
-    "export": lambda: KindView("export"),
+    "export": ExportView,
     "session": SessionView,
 }
