@@ -6,7 +6,6 @@ from workbench.views.data import DataView
 from workbench.views.alignment import AlignmentView
 from workbench.views.export import ExportView
 from workbench.views.environment import EnvironmentView
-from workbench.views.kind import KindView
 from workbench.views.session import SessionView
 from workbench.views.training import TrainingView
 
