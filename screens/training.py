@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Select, Sparkline, Static
 
 from screens.base import WorkbenchScreen
@@ -23,13 +23,31 @@ def _f(value: Any, fmt: str, unit: str = "") -> str:
     return (fmt % value) + unit if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
 
-def perf_panel(view: TrainingView) -> Table:
-    """Compile time, steady step times, throughput, memory and the device evidence checks."""
+def rank_rows(view: TrainingView, plain: bool = False) -> List[tuple]:
+    """Data-parallel rows: each rank's recent step time (the slowest highlighted) and the global images/s."""
+    if not view.rank_step_ms:
+        return []
+    slowest = view.slowest_rank
+    ranks = Text()
+    for n, (rank, ms) in enumerate(sorted(view.rank_step_ms.items())):
+        if n:
+            ranks.append("  ")
+        style = ("reverse" if plain else "bold red") if rank == slowest else ""
+        ranks.append("r%d %s" % (rank, _f(ms, "%.1f", " ms")), style=style)
+    rows = [("per rank", ranks)]
+    total = view.global_images_per_s()
+    if total is not None:
+        rows.append(("all ranks", "%.0f images/s (sum of %d)" % (total, len(view.rank_images_per_s()))))
+    return rows
+
+
+def perf_panel(view: TrainingView, plain: bool = False) -> Table:
+    """Compile time, steady step times, throughput, memory, per-rank times and the evidence checks."""
     perf = view.perf
     steady = perf.get("steady") or {}
     t = Table.grid(padding=(0, 1))
-    t.add_column(style="bold", no_wrap=True)
-    t.add_column()
+    t.add_column(style="bold", no_wrap=True, min_width=14)
+    t.add_column(no_wrap=True, overflow="ellipsis")
     compile_s = perf.get("first_step_s")
     if compile_s is None and view.compile_ms:
         compile_s = view.compile_ms[0] / 1000.0
@@ -38,23 +56,21 @@ def perf_panel(view: TrainingView) -> Table:
     live = sorted(view.step_ms)
     t.add_row("steady", "median %s  p95 %s" % (_f(steady.get("median_ms", live[len(live) // 2] if live else None), "%.2f", " ms"),
                                                _f(steady.get("p95_ms"), "%.2f", " ms")))
-    t.add_row("images/s", _f(steady.get("images_per_s"), "%.0f") + ("  (n=%s, warm-up %s)" % (
-        steady.get("n"), perf.get("warmup_steps")) if steady else ""))
+    # In a data-parallel run these figures are rank 0's; the rank rows follow at once, inside the
+    # panel's first lines, because the panel is cut at the chart height.
+    t.add_row("r0 images/s" if view.rank_step_ms else "images/s", _f(steady.get("images_per_s"), "%.0f") + (
+        "  (n=%s, warm-up %s)" % (steady.get("n"), perf.get("warmup_steps")) if steady else ""))
+    for label, value in rank_rows(view, plain):
+        t.add_row(label, value)
     t.add_row("host RSS", _f(perf.get("peak_host_rss_mb"), "%.0f", " MB (peak)"))
     dev = perf.get("peak_device_mb")
     t.add_row("device mem", _f(dev, "%.0f", " MB") if dev is not None else
-              Text(str(perf.get("device_memory_note") or "not measured"), style="dim"))
+              Text(str(perf.get("device_memory_note") or "not measured"), style="dim", no_wrap=True, overflow="ellipsis"))
     t.add_row("sync", str(perf.get("sync") or "—"))
-    if view.rank_step_ms:
-        slowest = max(view.rank_step_ms, key=view.rank_step_ms.get)
-        ranks = Text()
-        for rank, ms in sorted(view.rank_step_ms.items()):
-            ranks.append("r%d %.1f ms " % (rank, ms), style="bold red" if rank == slowest and len(view.rank_step_ms) > 1 else "")
-        t.add_row("per rank", ranks)
     for check in view.checks.values():
-        row = Text()
+        row = Text(no_wrap=True, overflow="ellipsis")
         row.append_text(badge(str(check.get("status"))))
-        row.append(" " + str(check.get("detail") or "")[:60])
+        row.append(" " + str(check.get("detail") or ""))
         t.add_row(str(check.get("title") or check.get("id"))[:14], row)
     return t
 
@@ -67,7 +83,8 @@ def per_class_table(val: Dict[str, Any], plain: bool) -> Table:
         t.add_column(name, justify="right" if name != "class" else "left")
     if not rows:
         return t
-    weakest = min(range(len(rows)), key=lambda i: rows[i].get("f1", 1.0))
+    f1 = [r.get("f1", 1.0) for r in rows]
+    weakest = f1.index(min(f1)) if min(f1) < max(f1) else None  # no highlight when all classes tie
     for i, r in enumerate(rows):
         style = ("reverse" if plain else "bold red") if i == weakest else ""
         t.add_row(Text(SHORT_NAMES[i] if i < len(SHORT_NAMES) else str(i), style=style),
@@ -104,7 +121,7 @@ class TrainingScreen(WorkbenchScreen):
     def compose_body(self) -> ComposeResult:
         cfg = self.app.cfg
         with VerticalScroll(id="body"):
-            with Horizontal(id="form"):
+            with HorizontalScroll(id="form"):
                 yield Select([(m, m) for m in ("mlp", "cnn")], value=cfg["model"]["name"], allow_blank=False, id="f-model")
                 yield Select([(m, m) for m in ("graph", "pynative")], value=cfg["train"]["mode"], allow_blank=False, id="f-mode")
                 yield Select([(p, p) for p in ("fp32", "fp16", "amp-O1", "amp-O2")], value=cfg["train"]["precision"],
@@ -117,6 +134,7 @@ class TrainingScreen(WorkbenchScreen):
                 yield Button("Start", id="start", variant="success")
                 yield Button("Stop", id="stop", variant="error")
             yield Static("", id="runline")
+            yield Static("", id="error")
             with Horizontal(id="charts"):
                 with Vertical(id="curves"):
                     yield Static("loss", id="loss-label", classes="chart-label")
@@ -132,6 +150,10 @@ class TrainingScreen(WorkbenchScreen):
                     yield ConfusionGrid(id="matrix")
                     yield Static("", id="perclass")
             yield Static("", id="profile")
+
+    def on_resize(self, event) -> None:
+        """Stack the panels on narrow terminals (80 columns), side by side on wide ones."""
+        self.set_class(event.size.width < 110, "narrow")
 
     def form_overrides(self) -> Dict[str, Any]:
         """The run form as config overrides."""
@@ -184,6 +206,15 @@ class TrainingScreen(WorkbenchScreen):
     def render_view(self, view: TrainingView) -> None:
         plain = self.app.low_bandwidth
         self.query_one("#runline", Static).update(self._runline(view))
+        error = self.query_one("#error", Static)
+        error.display = bool(view.error)
+        if view.error:
+            message = str(view.error.get("message") or "").split("\n")[0]
+            text = Text("%s: %s" % (view.error.get("type"), message[:240] + ("…" if len(message) > 240 else "")),
+                        style="bold red")
+            if view.error.get("hint"):
+                text.append("\nhint: " + str(view.error["hint"]), style="yellow")
+            error.update(text)
         self.query_one("#loss", Sparkline).data = list(view.loss)[-SPARK_POINTS:]
         self.query_one("#steps", Sparkline).data = list(view.step_ms)[-SPARK_POINTS:]
         last_loss = view.loss[-1] if view.loss else None
@@ -192,11 +223,12 @@ class TrainingScreen(WorkbenchScreen):
         self.query_one("#step-label", Static).update("step ms, steady only (compile %s, %d warm-up steps not shown)  last %s" % (
             _f(view.compile_ms[0] / 1000.0 if view.compile_ms else None, "%.2f", " s"), view.warmup_seen,
             _f(view.step_ms[-1] if view.step_ms else None, "%.2f")))
-        self.query_one("#perf", Static).update(perf_panel(view))
+        self.query_one("#perf", Static).update(perf_panel(view, plain))
         self._epochs(view)
         val = view.latest_val
         rows = val.get("per_class") or []
-        weakest = min(range(len(rows)), key=lambda i: rows[i].get("f1", 1.0)) if rows else None
+        f1 = [r.get("f1", 1.0) for r in rows]
+        weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None
         self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest)
         self.query_one("#perclass", Static).update(per_class_table(val, plain) if rows else "")
         prof = profile_table((view.result or {}).get("profile") or {})
@@ -209,19 +241,20 @@ class TrainingScreen(WorkbenchScreen):
         dev = started.get("device") or {}
         line = Text()
         line.append(view.jid + " ", style="bold")
+        if ((view.cfg.get("data") or {}).get("source")) == "synthetic":
+            line.append("SYNTHETIC DATA ", style="bold black on yellow")
         line.append_text(badge(view.state or "running"))
-        if view.status and view.state != "ok":
-            line.append(" " + view.status.split(":", 1)[-1].strip()[:60] if ":" in view.status else "")
+        line.append(" ")
+        if view.status and view.state not in ("ok", "running", "failed") and ":" in view.status:
+            line.append(view.status.split(":", 1)[-1].strip()[:60] + " ")
         prog = view.progress
         if prog:
-            line.append("  %s  %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"), prog.get("unit", "")))
+            line.append("%s  %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"), prog.get("unit", "")))
         eta = view.eta_s()
         if eta is not None and view.state == "running":
             line.append("  ETA %ds" % eta)
         line.append("  on %s (asked %s) %s %s" % (dev.get("resolved", "?"), dev.get("requested", "?"),
                                                  started.get("mode", ""), started.get("precision", "")))
-        if view.error:
-            line.append("  %s: %s" % (view.error.get("type"), str(view.error.get("message"))[:80]), style="red")
         if view.test_count():
             line.append("  test set evaluated %d×" % view.test_count(), style="yellow" if view.test_count() > 1 else "")
         return line
