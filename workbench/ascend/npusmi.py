@@ -215,9 +215,12 @@ def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Opt
     return None
 
 
-def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0,
-                lock_path: str = DEFAULT_LOCK_PATH) -> Tuple[int, str, str, float]:
+def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0, lock_path: str = DEFAULT_LOCK_PATH,
+                command: str = "npu-smi") -> Tuple[int, str, str, float]:
     """Run `npu-smi ARGS` from PATH under the single-poller lock; (rc, stdout, stderr, elapsed_s).
+
+    `command` may be a full path to the npu-smi to run (so callers need not edit PATH, which
+    other threads may read).
 
     The lock wait and the run share one time limit. On timeout the whole process group is
     killed and rc is TIMEOUT_RC; when npu-smi is missing rc is NOT_FOUND_RC. elapsed_s is the
@@ -236,7 +239,7 @@ def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0,
                     return (TIMEOUT_RC, "", "npu-smi lock %s: wait timed out after %.1f s"
                             % (lock_path, timeout_s), time.monotonic() - start)
                 time.sleep(0.02)
-        return _run_locked(list(args), deadline, start, timeout_s)
+        return _run_locked(list(args), deadline, start, timeout_s, command)
     finally:
         os.close(lock_fd)  # closing the descriptor releases the lock
 
@@ -251,10 +254,11 @@ def _open_lock(lock_path: str) -> int:
         return os.open(lock_path, os.O_RDONLY)  # another user's file in a sticky directory
 
 
-def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float) -> Tuple[int, str, str, float]:
+def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float,
+                command: str = "npu-smi") -> Tuple[int, str, str, float]:
     """Run npu-smi in its own process group; kill the group when the deadline passes."""
     try:
-        proc = subprocess.Popen(["npu-smi"] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([command] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace")
     except FileNotFoundError:
         return NOT_FOUND_RC, "", "npu-smi: command not found on PATH", time.monotonic() - start

@@ -1,0 +1,129 @@
+"""Device-activity verdicts on the recorded npu-smi tables: which NPU, which pid, which rule."""
+
+from __future__ import annotations
+
+from tests.fixtures.ascend_fakes import fixture_text
+from workbench.ascend.activity import activity_verdict, npu_for_device
+from workbench.ascend.npusmi import parse_info
+
+B3 = "npu-smi-info_910B3_x8_with_processes.txt"
+WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
+A3 = "derived_npu-smi-info_A3_phy-id_from_910B3.txt"
+
+
+def parse(name: str):
+    return parse_info(fixture_text(name))
+
+
+def verdict(name: str, pid: int, device_id: int, visible=None, in_container=None, text=None):
+    info = parse_info(text) if text is not None else parse(name)
+    return activity_verdict(info, pid, npu_for_device(device_id, visible, info.devices), in_container)
+
+
+def test_device_id_is_a_position_in_the_device_table():
+    info = parse(B3)
+    assert npu_for_device(3, None, info.devices)["npu"] == 3
+    wide = parse(WIDE_26X)
+    mapped = npu_for_device(1, None, wide.devices)
+    assert (mapped["npu"], mapped["index"], mapped["error"]) == (1, 1, None)
+
+
+def test_visible_devices_remap_the_id():
+    info = parse(B3)
+    mapped = npu_for_device(1, "2,5", info.devices)
+    assert (mapped["index"], mapped["npu"]) == (5, 5)
+    assert "remaps" in mapped["rule"] and "'2,5'" in mapped["rule"]
+
+
+def test_bad_visible_devices_give_no_npu():
+    info = parse(B3)
+    assert "ascending" in npu_for_device(0, "5,2", info.devices)["error"]
+    outside = npu_for_device(2, "2,5", info.devices)
+    assert outside["npu"] is None and "outside" in outside["error"]
+    assert npu_for_device(9, None, info.devices)["error"] == "entry 9 asked for, but npu-smi lists 8 device row(s)"
+
+
+def test_host_pid_matched_on_requested_npu_with_its_aicore():
+    found = verdict(B3, 683935, 3, in_container=False)
+    assert found["status"] == "observed-pass"
+    assert found["evidence"]["rule"] == "host-pid"
+    assert found["evidence"]["row"]["pid"] == 683935
+    assert found["evidence"]["aicore_pct"] == 89.0
+    assert found["detail"].startswith("pid 683935 seen on NPU 3 by the host-pid rule")
+    assert "AICore 89%" in found["detail"]
+
+
+def test_visible_devices_remap_before_matching():
+    # Logical device 0 with ASCEND_RT_VISIBLE_DEVICES=3,4 is NPU 3, where pid 683935 runs.
+    found = verdict(B3, 683935, 0, visible="3,4", in_container=False)
+    assert found["status"] == "observed-pass" and found["evidence"]["mapping"]["npu"] == 3
+    # Without the variable, device 0 is NPU 0, where another process runs.
+    assert verdict(B3, 683935, 0, in_container=False)["status"] == "observed-fail"
+
+
+def test_pid_on_another_npu_is_observed_fail_naming_the_pids_seen():
+    found = verdict(B3, 683935, 2, in_container=False)
+    assert found["status"] == "observed-fail"
+    assert "pid 683935 not in npu-smi's process table for NPU 2" in found["detail"]
+    assert "683934 on NPU 2" in found["detail"] and "683935 on NPU 3" in found["detail"]
+    assert "AICore 94%" in found["detail"]
+    assert found["hint"]
+
+
+def test_unknown_pid_among_several_processes_is_observed_fail():
+    found = verdict(B3, 4242, 0, in_container=False)
+    assert found["status"] == "observed-fail"
+    assert len(found["evidence"]["processes"]) == 8
+    assert found["evidence"]["rule"] is None and found["evidence"]["row"] is None
+
+
+def test_container_pid_matched_and_named():
+    found = verdict(WIDE_26X, 412, 0, in_container=True)
+    assert found["status"] == "observed-pass"
+    assert found["evidence"]["rule"] == "container-pid"
+    assert found["evidence"]["row"]["pid"] == 683936
+    assert "by the container-pid rule" in found["detail"]
+
+
+def test_several_processes_on_one_npu_pick_our_row():
+    found = verdict(WIDE_26X, 683932, 0, in_container=False)
+    assert found["status"] == "observed-pass" and found["evidence"]["rule"] == "host-pid"
+    assert [p["pid"] for p in found["evidence"]["processes"]] == [683932, 683936]
+    assert found["evidence"]["row"]["container_pid"] is None
+
+
+def test_container_pid_colliding_with_a_host_pid_follows_where_we_run():
+    # Give the containerised process the container pid 683932, the host pid of the other row.
+    text = fixture_text(WIDE_26X).replace("| 412                     |", "| 683932                  |")
+    inside = verdict(WIDE_26X, 683932, 0, in_container=True, text=text)
+    assert inside["status"] == "observed-pass"
+    assert (inside["evidence"]["rule"], inside["evidence"]["row"]["pid"]) == ("container-pid", 683936)
+    assert "both a host pid" in inside["detail"]
+    host = verdict(WIDE_26X, 683932, 0, in_container=False, text=text)
+    assert (host["evidence"]["rule"], host["evidence"]["row"]["pid"]) == ("host-pid", 683932)
+
+
+def test_in_container_with_host_pids_only_is_blocked_not_failed():
+    found = verdict(B3, 412, 3, in_container=True)
+    assert found["status"] == "blocked"
+    assert "host pids only" in found["detail"]
+
+
+def test_idle_npu_is_observed_fail():
+    found = verdict(WIDE_26X, 683932, 1, in_container=False)
+    assert found["status"] == "observed-fail"
+    assert found["evidence"]["aicore_pct"] == 93.0
+
+
+def test_a3_two_chips_per_npu_match_on_npu_and_say_so():
+    found = verdict(A3, 683933, 1, in_container=False)
+    assert found["evidence"]["mapping"]["npu"] == 0 and found["evidence"]["mapping"]["chip"] == 1
+    assert found["status"] == "observed-pass"
+    assert found["evidence"]["aicore_pct"] == 93.0
+    assert "matched on the NPU only" in found["detail"]
+
+
+def test_unmappable_device_is_blocked():
+    found = verdict(B3, 683935, 1, visible="3")
+    assert found["status"] == "blocked"
+    assert "outside ASCEND_RT_VISIBLE_DEVICES" in found["detail"]
