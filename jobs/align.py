@@ -206,6 +206,13 @@ def main(ctx: JobContext) -> str:
             return _stop_without_comparing(ctx, records, base, paths, side, kind, "%s path %s: %s" % (
                 SIDES[side], rec.get("label"), err.get("message")), err.get("hint"))
         wrong = _effective_mismatch(rec)
+        if not wrong:
+            eff = rec.get("effective") or {}
+            ctx.check("effective." + side, "%s effective device" % SIDES[side], "observed-pass",
+                      "MindSpore in the %s process (pid %s) reports %s:%s, %s mode, as asked" % (
+                          SIDES[side], rec.get("pid"), eff.get("target"), eff.get("device_id"), eff.get("mode")),
+                      evidence={"requested": rec.get("requested"), "effective": eff},
+                      hint=rec.get("ms_role_warning"))
         if wrong:
             ctx.check("effective." + side, "%s effective device" % SIDES[side], "observed-fail", "; ".join(wrong),
                       evidence={"requested": rec.get("requested"), "effective": rec.get("effective")},

@@ -248,7 +248,26 @@ class Exporter:
         outcome["pids"] = {"job": os.getpid(), "loader": pid, "loader_parent": (report or {}).get("ppid")}
         self.loaders[name] = {"pid": pid, "returncode": outcome.get("returncode"), "wall_s": outcome["wall_s"],
                               "timed_out": outcome["timed_out"], "report": outcome["report_path"]}
+        self.loader_device_check(name, report)
         return outcome
+
+    def loader_device_check(self, name: str, report: Optional[Dict[str, Any]]) -> None:
+        """`effective-config.<loader>`: what MindSpore in the fresh process reports (target, id, mode)."""
+        device = (report or {}).get("device") or {}
+        eff = device.get("effective")
+        if not eff:
+            return  # the loader never set a MindSpore device (Lite, or it failed before): its own check says so
+        want = {"target": self.target, "device_id": self.device_id, "mode": EXPORT_MODE}
+        wrong = ["%s: asked %s, MindSpore reports %s" % (k, v, eff.get(k)) for k, v in want.items()
+                 if str(eff.get(k)) != str(v)]
+        evidence = {"requested": want, "observed": eff, "pid": (report or {}).get("pid"), "set_with": device.get("set_with")}
+        if wrong:
+            self.check("effective-config." + name, "effective config (%s loader)" % name, "observed-fail",
+                       "; ".join(wrong), evidence, hint="the load did not run where asked: its outputs prove nothing")
+        else:
+            self.check("effective-config." + name, "effective config (%s loader)" % name, "observed-pass",
+                       "MindSpore in loader pid %s reports %s:%s, %s mode" % (
+                           evidence["pid"], eff.get("target"), eff.get("device_id"), eff.get("mode")), evidence)
 
     @staticmethod
     def tail(path: Path, max_bytes: int = 8192) -> str:

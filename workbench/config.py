@@ -116,6 +116,8 @@ SCHEMA: Dict[str, Any] = {
             "master_addr": _f("127.0.0.1", str),
             "master_port": _f(8118, int, min=1, max=65535),
             "node_rank": _f(0, int, min=0),
+            "crash_rank": _f(None, int, nullable=True, min=0,
+                             doc="tests only: this rank is killed by SIGSEGV after its 2nd training step"),
         },
     },
     "test": {"from": _f(None, str, nullable=True)},

@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, IO, List, Optional
+from typing import Any, Dict, List, Optional
 
 VERSION = 1
 STATUSES = ("observed-pass", "observed-fail", "blocked", "not-run")
@@ -63,32 +63,44 @@ def decode_line(raw: bytes) -> Dict[str, Any]:
 
 
 class EventWriter:
-    """Appends events to a job's events.jsonl with contiguous seq; flushes each line."""
+    """Appends events to a job's events.jsonl with contiguous seq; each line goes out whole.
+
+    The file is opened with O_APPEND and every line is written by one os.write, so the
+    ranks of a data-parallel job can share one events.jsonl: on Linux an appending write
+    to a regular file is not interleaved with another process's (seq is counted per
+    writer, hence per rank).
+    """
 
     def __init__(self, path: str, extra: Optional[Dict[str, Any]] = None):
         self.path = path
         self.seq = 0
         self.extra = dict(extra or {})
-        self._fh: IO[str] = open(path, "a", encoding="utf-8")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def emit(self, type_: str, sync: bool = False, **fields: Any) -> Dict[str, Any]:
         """Write one event; fsync when `sync` (epoch ends, finished)."""
+        if self._fd < 0:
+            raise ValueError("%s: event writer is closed" % self.path)
         event = {"v": VERSION, "seq": self.seq, "t": round(time.time(), 6), "type": type_}
         event.update(self.extra)
         event.update(fields)
-        self._fh.write(encode(event))
-        self._fh.flush()
+        data = encode(event).encode("utf-8")
+        written = os.write(self._fd, data)
+        while written < len(data):  # regular files take a line at once; finish a short write anyway
+            written += os.write(self._fd, data[written:])
         if sync:
-            os.fsync(self._fh.fileno())
+            os.fsync(self._fd)
         self.seq += 1
         return event
 
     def close(self) -> None:
-        """Flush, fsync and close the file."""
-        if not self._fh.closed:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
+        """Fsync and close the file."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
 
 class EventReader:

@@ -37,6 +37,10 @@ def device_targets(kind: str, cfg: Dict[str, Any], device: Dict[str, Any]) -> Li
             path = cfg["align"][side]
             out.add((str(resolve(path["target"], path["id"])["resolved"]), int(path["id"])))
         return sorted(out)
+    if kind == "train" and cfg["train"]["parallel"]["workers"] > 1 and device["resolved"] != "CPU":
+        from workbench.parallel import device_ids  # msrun gives each local rank its own device
+
+        return [(str(device["resolved"]), i) for i in device_ids(cfg)]
     return [(str(device["resolved"]), int(device["id"]))]
 
 
@@ -76,6 +80,10 @@ class JobRunner:
             "PYTHONUNBUFFERED": "1",
             "GLOG_v": str(cfg["glog_v"]),
         }
+        if kind == "train" and cfg["train"]["parallel"]["workers"] > 1:
+            from workbench.parallel import parallel_env  # msrun starts the `python` on PATH
+
+            env.update(parallel_env(python, job_dir))
         spec = {
             "jid": job_dir.name, "kind": kind, "session": sid, "created": time.time(),
             "command": command or [], "version": __version__, "python": python,

@@ -327,6 +327,7 @@ def training_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
                       "min_loss": min(losses) if losses else None,
                       "val_accuracy": [(e.get("val") or {}).get("accuracy") for e in j["epochs"]]},
             "class_names": list(CLASS_NAMES),
+            "parallel": parallel_record(j),
         }))
     tests = []
     for j in jobs:
@@ -342,6 +343,17 @@ def training_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
         }))
     return {"runs": runs, "tests": tests, "test_evaluations": len(tests),
             "test_evaluations_ok": sum(1 for t in tests if t["state"] == "ok")}
+
+
+def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Data-parallel settings of a training run, the ranks that wrote steps and the weights check; None for one process."""
+    par = ((j["config"].get("train") or {}).get("parallel") or {})
+    if int(par.get("workers") or 1) <= 1:
+        return None
+    checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
+    return {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
+            "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
+            "weights_identical": checks[-1]["status"] if checks else "not-run"}
 
 
 def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:

@@ -9,6 +9,42 @@ from workbench.atomic import read_json
 from workbench.views import View
 
 HISTORY = 120  # points kept for each sparkline
+RANK_WINDOW = 20  # recent steady steps per rank behind its step time and images/s
+
+
+def _is_main(ev: Dict[str, Any]) -> bool:
+    """Events of a single-process run, of rank 0, or job-level ones (no rank) drive the main panels."""
+    return ev.get("rank") in (None, 0)
+
+
+class RankSteps:
+    """Recent steady step times and batch sizes of one rank."""
+
+    def __init__(self) -> None:
+        self.step_ms: Deque[float] = deque(maxlen=RANK_WINDOW)
+        self.sizes: Deque[int] = deque(maxlen=RANK_WINDOW)
+        self.last_ms: Optional[float] = None
+
+    def add(self, ms: float, size: Any, steady: bool) -> None:
+        """Record one step; only steady ones enter the window."""
+        self.last_ms = ms
+        if steady:
+            self.step_ms.append(ms)
+            self.sizes.append(int(size) if isinstance(size, (int, float)) else 0)
+
+    @property
+    def median_ms(self) -> Optional[float]:
+        """Median of the recent steady steps, else the last step seen."""
+        if not self.step_ms:
+            return self.last_ms
+        ordered = sorted(self.step_ms)
+        return ordered[len(ordered) // 2]
+
+    @property
+    def images_per_s(self) -> Optional[float]:
+        """Images over wall time of the recent steady steps."""
+        total_ms = sum(self.step_ms)
+        return 1000.0 * sum(self.sizes) / total_ms if total_ms > 0 and sum(self.sizes) else None
 
 
 class TrainingView(View):
@@ -32,6 +68,7 @@ class TrainingView(View):
         self.step_ms: Deque[float] = deque(maxlen=HISTORY)
         self.compile_ms: List[float] = []
         self.warmup_seen = 0
+        self.profiled_seen = 0
         self.steps_seen = 0
         self.last_step: Dict[str, Any] = {}
         self.progress: Dict[str, Any] = {}
@@ -39,7 +76,11 @@ class TrainingView(View):
         self.perf: Dict[str, Any] = {}
         self.checks: Dict[str, Dict[str, Any]] = {}
         self.result: Dict[str, Any] = {}
-        self.rank_step_ms: Dict[int, float] = {}
+        self.rank_step_ms: Dict[int, float] = {}  # rank -> median of its recent steady steps (ms)
+        self.rank_steps: Dict[int, RankSteps] = {}
+        self.rank_perf: Dict[int, Dict[str, Any]] = {}  # rank -> its latest perf event
+        self.rank_ended: Dict[int, str] = {}  # rank -> finished status
+        self.main_steps_seen = 0
         self.error: Optional[Dict[str, Any]] = None
         self.artifacts: List[Dict[str, Any]] = []
 
@@ -56,51 +97,79 @@ class TrainingView(View):
             except (OSError, ValueError):
                 self.cfg = {}
         kind = ev.get("type")
+        main = _is_main(ev)
         if kind == "started":
-            self.started = ev
+            if main or not self.started:
+                self.started = ev
         elif kind == "step":
             self._step(ev)
         elif kind == "progress":
-            self.progress = ev
+            if main:
+                self.progress = ev
         elif kind == "epoch":
-            self.epochs.append(ev)
+            if main:
+                self.epochs.append(ev)
         elif kind == "perf":
-            self.perf = ev
+            if "rank" in ev:
+                self.rank_perf[int(ev["rank"])] = ev
+            if main:
+                self.perf = ev
         elif kind == "check":
-            self.checks[str(ev.get("id"))] = ev
+            if main:
+                self.checks[str(ev.get("id"))] = ev
+            elif ev.get("status") != "observed-pass":  # other ranks' checks: only what went wrong
+                self.checks["%s@r%s" % (ev.get("id"), ev.get("rank"))] = dict(
+                    ev, title="r%s %s" % (ev.get("rank"), ev.get("title") or ev.get("id")))
         elif kind == "result":
-            self.result = ev.get("summary") or {}
+            if main:
+                self.result = ev.get("summary") or {}
         elif kind == "artifact":
             self.artifacts.append(ev)
         elif kind == "finished":
-            self.error = ev.get("error")
+            self._finished(ev)
+
+    def _finished(self, ev: Dict[str, Any]) -> None:
+        """A job-level end (no rank) names the root cause; a rank's error counts when none is known yet."""
+        err = ev.get("error")
+        if "rank" not in ev:
+            self.error = err
+            return
+        self.rank_ended[int(ev["rank"])] = str(ev.get("status"))
+        if err and self.error is None:
+            self.error = err
 
     def _step(self, ev: Dict[str, Any]) -> None:
         self.steps_seen += 1
-        self.last_step = ev
-        if "rank" in ev and isinstance(ev.get("step_ms"), (int, float)):
-            self.rank_step_ms[int(ev["rank"])] = float(ev["step_ms"])
-            if ev["rank"] != 0:
+        ms = ev.get("step_ms")
+        if "rank" in ev and isinstance(ms, (int, float)):
+            rank = int(ev["rank"])
+            steps = self.rank_steps.setdefault(rank, RankSteps())
+            steps.add(float(ms), ev.get("batch_size"), ev.get("phase") in (None, "steady"))
+            self.rank_step_ms[rank] = steps.median_ms
+            if rank != 0:
                 return
+        self.main_steps_seen += 1
+        self.last_step = ev
         loss = ev.get("loss")
         if isinstance(loss, (int, float)):
             self.loss.append(float(loss))
         phase = ev.get("phase") or self._infer_phase()
-        ms = ev.get("step_ms")
         if not isinstance(ms, (int, float)):
             return
         if phase in ("compile", "recompile"):
             self.compile_ms.append(float(ms))
         elif phase == "warmup":
             self.warmup_seen += 1
+        elif phase == "profiled":
+            self.profiled_seen += 1  # slowed by the profiler: not a steady step
         else:
             self.step_ms.append(float(ms))
 
     def _infer_phase(self) -> str:
         warmup = int(((self.cfg.get("train") or {}).get("warmup_steps")) or 0)
-        if self.steps_seen == 1:
+        if self.main_steps_seen == 1:
             return "compile"
-        return "warmup" if self.steps_seen <= 1 + warmup else "steady"
+        return "warmup" if self.main_steps_seen <= 1 + warmup else "steady"
 
     def job_changed(self, job: Any) -> None:
         """Track the followed job's status."""
@@ -110,6 +179,31 @@ class TrainingView(View):
             self.status = job.status.label()
             self.state = job.status.state
         self.version += 1
+
+    @property
+    def slowest_rank(self) -> Optional[int]:
+        """The rank with the longest recent step time (None with fewer than two ranks)."""
+        known = {r: ms for r, ms in self.rank_step_ms.items() if isinstance(ms, (int, float))}
+        return max(known, key=known.get) if len(known) > 1 else None
+
+    def rank_images_per_s(self) -> Dict[int, float]:
+        """Each rank's throughput: its run perf event once written, else its recent steady steps."""
+        out: Dict[int, float] = {}
+        for rank, steps in self.rank_steps.items():
+            perf = self.rank_perf.get(rank) or {}
+            value = (perf.get("steady") or {}).get("images_per_s") if perf.get("scope") == "run" else None
+            if not isinstance(value, (int, float)):
+                value = steps.images_per_s
+            if isinstance(value, (int, float)):
+                out[rank] = float(value)
+        return out
+
+    def global_images_per_s(self) -> Optional[float]:
+        """Data-parallel throughput: the sum over ranks of their images/s (None unless every rank has one)."""
+        per_rank = self.rank_images_per_s()
+        if not per_rank or len(per_rank) < len(self.rank_steps):
+            return None
+        return sum(per_rank.values())
 
     @property
     def best(self) -> Optional[Dict[str, Any]]:

@@ -1,0 +1,281 @@
+"""Training throughput: the course's recipe as written, the `train` job, and a bare numpy-fed loop.
+
+One run of this script measures all three on the same data (the 54 000-image training split,
+seed 37) and config (MLP 784-128-10, Adam lr 0.001, batch 64, graph mode, CPU):
+
+  course  NumpySlicesDataset(shuffle=True).batch(64) + TrainOneStepCell, loss fetched once per epoch
+  job     `ms-workbench run train --detach` (numpy slices, loss.asnumpy() and a step event every
+          step); its epoch time is the event's train_s (validation excluded, like the others)
+  bare    the same numpy slicing and TrainOneStepCell in a plain loop with loss.asnumpy()
+          every step, and nothing else (no events, no bookkeeping)
+
+Each arm runs in its own fresh process (this parent never imports MindSpore); arms are
+interleaved round by round so drifting machine load hits them alike. Epoch 1 includes the
+graph compile; the goals are judged on the steady epochs (2 and later), the median over all
+of them from all rounds, printed with its interquartile range.
+Prints a table and the ratios. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SEED = 37
+BATCH = 64
+GOAL_VS_COURSE = 2.5  # job throughput >= 2.5x the course recipe's
+GOAL_VS_BARE = 0.05   # job epoch time within 5 % of the bare loop's
+
+
+def load_split():
+    """float32 [54000, 1, 28, 28] images and int32 labels of the seed-37 training split."""
+    from workbench.data import load_fashion_mnist, scale, stratified_split
+
+    data = load_fashion_mnist()
+    train_idx, _ = stratified_split(data.train_labels, 0.1, SEED)
+    return scale(data.train_images[train_idx]), data.train_labels[train_idx].astype("int32")
+
+
+def arm_course(epochs: int) -> Dict[str, Any]:
+    """The course text's training entry, as written (only the device target changed to CPU)."""
+    import numpy as np
+    import mindspore as ms
+    from mindspore import nn, dataset as ds
+
+    train_x, train_y = load_split()
+    ms.set_seed(SEED)
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU", device_id=0)
+
+    def make_dataset(x, y, training):
+        source = ds.NumpySlicesDataset(
+            {"image": x.astype(np.float32), "label": y.astype(np.int32)}, shuffle=training)
+        return source.batch(BATCH, drop_remainder=False)
+
+    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    optimizer = nn.Adam(net.trainable_params(), learning_rate=0.001)
+    train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)
+
+    iteration_ms: List[float] = []
+
+    def run_epoch(train_data):
+        train_step.set_train(True)
+        mark = time.perf_counter()  # bench bookkeeping: one clock read per step, as in the other arms
+        for image, label in train_data.create_tuple_iterator():
+            loss = train_step(image, label)
+            now = time.perf_counter()
+            iteration_ms.append((now - mark) * 1000.0)
+            mark = now
+        return float(loss.asnumpy())
+
+    train_data = make_dataset(train_x, train_y, True)
+    times, last, steady_ms = [], [], []
+    for epoch in range(epochs):
+        start = time.perf_counter()
+        del iteration_ms[:]
+        last.append(run_epoch(train_data))
+        times.append(time.perf_counter() - start)
+        if epoch:
+            steady_ms += iteration_ms
+    return {"epoch_s": times, "last_loss": last, "step_ms_median": statistics.median(steady_ms)}
+
+
+def arm_bare(epochs: int) -> Dict[str, Any]:
+    """The least a numpy-fed loop can do with the job's feeding and sync: slice, step, fetch."""
+    import numpy as np
+    import mindspore as ms
+    from mindspore import Tensor, nn
+
+    train_x, train_y = load_split()
+    ms.set_device("CPU", 0) if hasattr(ms, "set_device") else ms.set_context(device_target="CPU")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_seed(SEED)
+    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), nn.Adam(net.trainable_params(), learning_rate=0.001))
+    train_step.set_train(True)
+    rng = np.random.default_rng(SEED)
+    n = len(train_y)
+    times, last, steady_ms = [], [], []
+    for epoch in range(epochs):
+        start = time.perf_counter()
+        order = rng.permutation(n)
+        for begin in range(0, n, BATCH):
+            t0 = time.perf_counter()
+            idx = order[begin:begin + BATCH]
+            loss = train_step(Tensor.from_numpy(train_x[idx]), Tensor.from_numpy(train_y[idx]))
+            value = float(loss.asnumpy())
+            if epoch:
+                steady_ms.append((time.perf_counter() - t0) * 1000.0)
+        times.append(time.perf_counter() - start)
+        last.append(value)
+    return {"epoch_s": times, "last_loss": last, "step_ms_median": statistics.median(steady_ms)}
+
+
+def arm_job(epochs: int, sessions: Path) -> Dict[str, Any]:
+    """`ms-workbench run train --detach` with the same config; epoch times from its events.
+
+    Detached, so only the job and its supervisor run; a follower (`run` without --detach,
+    or the TUI) reads the events beside it and is not part of the job's cost.
+    """
+    cmd = [sys.executable, "-m", "workbench", "run", "train", "--detach", "--sessions", str(sessions),
+           "--set", "model.name=mlp", "--set", "model.hidden=128", "--set", "train.epochs=%d" % epochs,
+           "--set", "train.batch_size=%d" % BATCH, "--set", "train.lr=0.001", "--set", "train.optimizer=adam",
+           "--set", "train.mode=graph", "--set", "train.seed=%d" % SEED, "--set", "data.split_seed=%d" % SEED,
+           "--set", "device.target=CPU"]
+    proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True, env=_env())
+    if proc.returncode != 0:
+        raise SystemExit("train job did not start (%s):\n%s" % (proc.returncode, proc.stderr[-2000:]))
+    job_dir = Path(proc.stdout.strip().splitlines()[-1])
+    while not (job_dir / "exit.json").exists():
+        time.sleep(0.5)
+    events = [json.loads(line) for line in (job_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    if events[-1].get("type") != "finished" or events[-1].get("status") != "ok":
+        raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
+    epochs_ev = [e for e in events if e["type"] == "epoch"]
+    perf = [e for e in events if e["type"] == "perf" and e.get("scope") == "run"][-1]
+    return {"epoch_s": [e["train_s"] for e in epochs_ev], "epoch_with_val_s": [e["epoch_s"] for e in epochs_ev],
+            "val_macro_f1": [e["val"]["macro_f1"] for e in epochs_ev], "first_step_s": perf["first_step_s"],
+            "steady": perf["steady"], "job_dir": str(job_dir),
+            "step_ms_median": statistics.median(e["step_ms"] for e in events
+                                                if e["type"] == "step" and e["epoch"] > 1)}
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("GLOG_v", "3")
+    return env
+
+
+def cpu_busy(window_s: float = 2.0) -> float:
+    """Fraction of all CPU time that was busy during the next `window_s` (from /proc/stat)."""
+    def sample():
+        with open("/proc/stat") as fh:
+            fields = [float(v) for v in fh.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+        return sum(fields), idle
+
+    total0, idle0 = sample()
+    time.sleep(window_s)
+    total1, idle1 = sample()
+    return 1.0 - (idle1 - idle0) / max(total1 - total0, 1e-9)
+
+
+def wait_for_quiet(max_busy: float, timeout_s: float) -> float:
+    """Wait until other processes leave the CPU mostly idle (shared machines); return the busy fraction seen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = cpu_busy()
+        if busy <= max_busy or time.monotonic() > deadline:
+            return busy
+
+
+def run_child(arm: str, epochs: int) -> Dict[str, Any]:
+    """Run one arm in a fresh interpreter; it prints its result as the last stdout line."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--arm", arm, "--epochs", str(epochs)],
+                          cwd=tempfile.gettempdir(), capture_output=True, text=True, env=_env())
+    if proc.returncode != 0:
+        raise SystemExit("arm %s failed:\n%s" % (arm, proc.stderr[-3000:]))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def summarize(raw: Dict[str, List[Dict[str, Any]]], n_images: int = 54000) -> Dict[str, Dict[str, Any]]:
+    """Per arm: epoch-1 time, steady epoch median with quartiles over all rounds, step median, images/s."""
+    rows = {}
+    for arm, runs in raw.items():
+        pooled = sorted(v for r in runs for v in r["epoch_s"][1:])
+        quart = statistics.quantiles(pooled, n=4) if len(pooled) > 1 else [pooled[0]] * 3
+        st = statistics.median(pooled)
+        rows[arm] = {"first_epoch_s": statistics.median(r["epoch_s"][0] for r in runs), "steady_epoch_s": st,
+                     "steady_q1_s": quart[0], "steady_q3_s": quart[2], "n_steady": len(pooled),
+                     "fastest_steady_epoch_s": pooled[0], "images_per_s": n_images / st,
+                     "median_of_run_medians_s": statistics.median(steady(r["epoch_s"]) for r in runs),
+                     "step_ms_median": statistics.median(r["step_ms_median"] for r in runs)}
+    return rows
+
+
+def steady(values: List[float]) -> float:
+    """Median of the epochs after the first (the compile epoch): one slow epoch from other load counts less."""
+    rest = values[1:]
+    return statistics.median(rest) if rest else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=4, help="epochs per arm (>= 2; epoch 1 compiles)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
+    parser.add_argument("--arm", choices=("course", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument("--summarize", metavar="JSON", help="print the table of an earlier --json file and exit")
+    parser.add_argument("--json", help="also write the raw measurements to this file")
+    parser.add_argument("--max-busy", type=float, default=0.25,
+                        help="before each arm wait until the CPU is at most this busy (0..1; 1 = never wait)")
+    parser.add_argument("--quiet-timeout", type=float, default=120.0, help="longest wait for a quiet CPU, seconds")
+    args = parser.parse_args()
+    if args.summarize:
+        rows = summarize(json.loads(Path(args.summarize).read_text())["raw"])
+        print(json.dumps(rows, indent=2))
+        return 0
+    if args.arm:
+        result = (arm_course if args.arm == "course" else arm_bare)(args.epochs)
+        print(json.dumps(result))
+        return 0
+
+    print("python %s; %d rounds x %d epochs per arm; CPU cores: %s; load average before: %s" % (
+        sys.version.split()[0], args.rounds, args.epochs, os.cpu_count(), "%.2f %.2f %.2f" % os.getloadavg()))
+    raw: Dict[str, List[Dict[str, Any]]] = {"course": [], "job": [], "bare": []}
+    with tempfile.TemporaryDirectory(prefix="train-throughput-") as tmp:
+        for rnd in range(args.rounds):
+            for arm in ("course", "job", "bare"):
+                busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
+                result = arm_job(args.epochs, Path(tmp)) if arm == "job" else run_child(arm, args.epochs)
+                result["cpu_busy_before"] = busy
+                raw[arm].append(result)
+                print("round %d %-6s epochs s: %s   (CPU busy before: %.0f %%)" % (
+                    rnd + 1, arm, " ".join("%.2f" % s for s in result["epoch_s"]), 100 * busy), flush=True)
+    rows = summarize(raw)
+    print()
+    print("| arm | epoch 1 s (compile incl.) | steady epoch s, median [IQR] | fastest steady epoch s | "
+          "steady step median ms | images/s | throughput vs course | epoch time vs bare |")
+    print("|---|---|---|---|---|---|---|---|")
+    for arm in ("course", "job", "bare"):
+        r = rows[arm]
+        print("| %s | %.2f | %.2f [%.2f–%.2f] | %.2f | %.2f | %.0f | %.2fx | %+.1f %% |" % (
+            arm, r["first_epoch_s"], r["steady_epoch_s"], r["steady_q1_s"], r["steady_q3_s"],
+            r["fastest_steady_epoch_s"], r["step_ms_median"], r["images_per_s"],
+            rows["course"]["steady_epoch_s"] / r["steady_epoch_s"],
+            100.0 * (r["steady_epoch_s"] / rows["bare"]["steady_epoch_s"] - 1.0)))
+    vs_course = rows["course"]["steady_epoch_s"] / rows["job"]["steady_epoch_s"]
+    vs_bare = rows["job"]["steady_epoch_s"] / rows["bare"]["steady_epoch_s"] - 1.0
+    alt_course = rows["course"]["median_of_run_medians_s"] / rows["job"]["median_of_run_medians_s"]
+    alt_bare = rows["job"]["median_of_run_medians_s"] / rows["bare"]["median_of_run_medians_s"] - 1.0
+    print()
+    print("steady epoch = median over every steady epoch of every round (%d per arm)" % rows["job"]["n_steady"])
+    print("job vs course recipe: %.2fx throughput (goal >= %.1fx): %s" % (
+        vs_course, GOAL_VS_COURSE, "met" if vs_course >= GOAL_VS_COURSE else "NOT met"))
+    print("job vs bare loop: %+.1f %% epoch time (goal within %.0f %%): %s" % (
+        100 * vs_bare, 100 * GOAL_VS_BARE, "met" if vs_bare <= GOAL_VS_BARE else "NOT met"))
+    print("the same from the median of each round's median: %.2fx and %+.1f %%" % (alt_course, 100 * alt_bare))
+    last = raw["job"][-1]
+    print("job steady step (last round): median %.2f ms, p95 %.2f ms, n=%d; compile %.2f s; val macro-F1 per epoch %s" % (
+        last["steady"]["median_ms"], last["steady"]["p95_ms"], last["steady"]["n"], last["first_step_s"],
+        " ".join("%.4f" % f for f in last["val_macro_f1"])))
+    print("load average after: %.2f %.2f %.2f" % os.getloadavg())
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "raw": raw}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""What msrun starts once per rank, and once as the scheduler, for a data-parallel `train` job.
+
+msrun runs `python msrun_rank.py --job-dir DIR` with MS_ROLE=MS_WORKER and RANK_ID (a rank)
+or MS_ROLE=MS_SCHED (the scheduler). This launcher keeps MindSpore out of its own process:
+it starts the rank (`python -m jobs.train`) or the scheduler as its child and waits, so it
+sees how the child ended — an exit code or the signal that killed it — and can say so in
+the job's events, where msrun's own log only names a pid and a number.
+
+- Every process of the job dies with msrun (PR_SET_PDEATHSIG): msrun starts each rank in a
+  session of its own, out of reach of the supervisor's process-group kill, so a cancel or a
+  time limit that stops msrun has to take the ranks down with it.
+- A rank that ends badly (a signal, or an exit code other than 0) is reported as a job-level
+  `finished` event (one without `rank`) naming the rank, its pid and the signal. The first
+  such report is the root cause; a later one from another rank (a knock-on failure) restates
+  it, so the last job-level `finished` always names the first failure.
+- After a rank failure the scheduler would wait for the dead rank's heartbeat to time out
+  (about half a minute) before msrun can return; once the failure is reported and the
+  ranks of this node are gone, the scheduler's launcher stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a script, sys.path[0] is jobs/, whose modules (test, data, models ...) would shadow
+# top-level names; the project root is imported as on PYTHONPATH instead.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+if os.path.dirname(_HERE) not in sys.path:
+    sys.path.insert(0, os.path.dirname(_HERE))
+
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import fcntl  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Dict, List, Optional  # noqa: E402
+
+from workbench.atomic import read_json, write_json  # noqa: E402
+from workbench.protocol import EventReader, EventWriter, read_all  # noqa: E402
+
+RANKS_DIR = "ranks"  # rank<k>.json (pids, how it ended), scheduler.json, failed.json
+FAILED = "failed.json"  # the first rank failure of the job
+CRASH_AFTER_STEPS = 2  # train.parallel.crash_rank: the rank is killed after this many steps
+SCHEDULER_CODE = "from mindspore.communication import init; init()"  # blocks until the cluster ends
+SCHEDULER_STOP_GRACE_S = 2.0
+POLL_S = 0.2
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> bool:
+    """Ask Linux to send `sig` to this process when its parent dies; False where that is unavailable."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _child_setup(parent_pid: int) -> None:
+    """Runs in the forked child before exec: die with the launcher, even if it is already gone."""
+    die_with_parent(signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def alive(pid: Optional[int]) -> bool:
+    """True while `pid` runs (a zombie does not)."""
+    if not pid:
+        return False
+    try:
+        with open("/proc/%d/stat" % int(pid), "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def signal_name(num: int) -> str:
+    """SIGSEGV for 11, and so on."""
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return "SIG%d" % num
+
+
+def start_child(argv: List[str], job_dir: Path) -> subprocess.Popen:
+    """Start the rank or scheduler process; it dies with this launcher."""
+    parent = os.getpid()
+    return subprocess.Popen(argv, cwd=str(job_dir), stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: _child_setup(parent))
+
+
+def own_finished(job_dir: Path, rank: int) -> Optional[Dict[str, Any]]:
+    """The rank's own last `finished` event, if it wrote one."""
+    found = None
+    for ev in read_all(str(job_dir / "events.jsonl")):
+        if ev.get("type") == "finished" and ev.get("rank") == rank:
+            found = ev
+    return found
+
+
+def describe_exit(job_dir: Path, rank: int, pid: int, returncode: int, duration_s: float) -> Dict[str, Any]:
+    """{status, error} of a rank that ended with a non-zero exit code or a signal."""
+    log = "see msrun_logs/worker_%d.log" % rank
+    error: Dict[str, Any] = {"rank": rank, "pid": pid, "returncode": returncode, "signal": None}
+    status = "failed"
+    if returncode < 0:
+        error["signal"] = signal_name(-returncode)
+        error.update(type="RankCrashed", hint="msrun stopped the other ranks; " + log,
+                     message="rank %d (pid %d) died with %s after %.1f s" % (rank, pid, error["signal"], duration_s))
+        return {"status": status, "error": error}
+    own = own_finished(job_dir, rank)
+    own_error = (own or {}).get("error") or {}
+    if returncode == 3 and (own or {}).get("status") == "cancelled":
+        status = "cancelled"
+    if own_error.get("message"):
+        error.update(type=own_error.get("type") or "RankFailed", hint=own_error.get("hint") or log,
+                     message="rank %d failed: %s" % (rank, own_error["message"]))
+    else:
+        error.update(type="RankCrashed", hint="msrun stopped the other ranks; " + log,
+                     message="rank %d (pid %d) exited with code %d after %.1f s without a finished event" % (
+                         rank, pid, returncode, duration_s))
+    return {"status": status, "error": error}
+
+
+def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
+    """Append the job-level `finished` for a rank's failure; the first failure stays the one named."""
+    ranks = job_dir / RANKS_DIR
+    ranks.mkdir(exist_ok=True)
+    with open(str(ranks / ".report.lock"), "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # job-level seq is shared by every launcher
+        first = read_json(ranks / FAILED) if (ranks / FAILED).exists() else None
+        events_path = job_dir / "events.jsonl"
+        seqs = [ev.get("seq") for ev in read_all(str(events_path)) if "rank" not in ev and not ev.get("raw")]
+        writer = EventWriter(str(events_path), extra={"by": by})
+        writer.seq = max([s for s in seqs if isinstance(s, int)] + [-1]) + 1
+        try:
+            if first is None:
+                write_json(ranks / FAILED, outcome)
+                chosen = outcome
+            else:
+                writer.emit("log", level="warning", message="after the first failure: " + outcome["error"]["message"])
+                chosen = dict(first, error=dict(first["error"], restated_by=by))
+            writer.emit("finished", sync=True, status=chosen["status"], error=chosen["error"])
+        finally:
+            writer.close()
+    return chosen
+
+
+def crash_after_steps(job_dir: Path, rank: int, child: subprocess.Popen, steps: int) -> None:
+    """Test hook (train.parallel.crash_rank): SIGSEGV the rank once it has written `steps` step events."""
+    reader = EventReader(str(job_dir / "events.jsonl"))
+    seen = 0
+    while child.returncode is None:
+        seen += sum(1 for ev in reader.read_new() if ev.get("type") == "step" and ev.get("rank") == rank)
+        if seen >= steps:
+            if child.returncode is None:
+                os.kill(child.pid, signal.SIGSEGV)
+            return
+        time.sleep(0.05)
+
+
+def exit_code(returncode: int) -> int:
+    """The launcher's own exit code: 128 + signal for a killed child, as a shell reports it."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_rank(job_dir: Path) -> int:
+    """Run one rank as a child, record its pids and end, report a failure."""
+    if "RANK_ID" not in os.environ:
+        sys.stderr.write("msrun_rank: RANK_ID is not set; msrun sets it when --node_rank is given\n")
+        return 2
+    rank = int(os.environ["RANK_ID"])
+    cfg = read_json(job_dir / "config.json")
+    record_path = job_dir / RANKS_DIR / ("rank%d.json" % rank)
+    record_path.parent.mkdir(exist_ok=True)
+    t0 = time.time()
+    child = start_child([sys.executable, "-m", "jobs.train", "--job-dir", str(job_dir)], job_dir)
+    record: Dict[str, Any] = {"rank": rank, "local_rank": int(os.environ.get("DEVICE_ID", "0")),
+                              "pid": child.pid, "launcher_pid": os.getpid(), "started": t0,
+                              "returncode": None, "signal": None, "ended": None}
+    write_json(record_path, record)
+    if cfg["train"]["parallel"].get("crash_rank") == rank:
+        threading.Thread(target=crash_after_steps, args=(job_dir, rank, child, CRASH_AFTER_STEPS),
+                         name="crash-hook", daemon=True).start()
+    rc = child.wait()
+    record.update(returncode=rc, signal=signal_name(-rc) if rc < 0 else None, ended=time.time())
+    write_json(record_path, record)
+    if rc != 0:
+        report(job_dir, describe_exit(job_dir, rank, child.pid, rc, record["ended"] - t0),
+               by="launcher of rank %d" % rank)
+    return exit_code(rc)
+
+
+def local_ranks_alive(job_dir: Path) -> bool:
+    """True while any rank of this node (or its launcher) still runs."""
+    for path in sorted((job_dir / RANKS_DIR).glob("rank*.json")):
+        try:
+            rec = read_json(path)
+        except (OSError, ValueError):
+            return True  # being written: its rank has just started
+        if alive(rec.get("pid")) or alive(rec.get("launcher_pid")):
+            return True
+    return False
+
+
+def run_scheduler(job_dir: Path) -> int:
+    """Run msrun's scheduler as a child; stop it once a reported rank failure has ended this node's ranks."""
+    ranks = job_dir / RANKS_DIR
+    ranks.mkdir(exist_ok=True)
+    child = start_child([sys.executable, "-c", SCHEDULER_CODE], job_dir)
+    write_json(ranks / "scheduler.json", {"pid": child.pid, "launcher_pid": os.getpid(), "started": time.time()})
+    while child.poll() is None:
+        time.sleep(POLL_S)
+        if (ranks / FAILED).exists() and not local_ranks_alive(job_dir):
+            child.terminate()
+            try:
+                child.wait(SCHEDULER_STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            break
+    return exit_code(child.wait())
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point: scheduler or rank, by msrun's MS_ROLE."""
+    parser = argparse.ArgumentParser(prog="msrun_rank.py")
+    parser.add_argument("--job-dir", required=True)
+    args = parser.parse_args(argv)
+    parent = os.getppid()
+    die_with_parent(signal.SIGKILL)
+    if os.getppid() != parent:  # msrun died before the request took effect
+        return 1
+    job_dir = Path(args.job_dir).resolve()
+    if os.environ.get("MS_ROLE") == "MS_SCHED":
+        return run_scheduler(job_dir)
+    return run_rank(job_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

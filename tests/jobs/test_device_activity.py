@@ -1,0 +1,131 @@
+"""The device-activity check in a real JobContext, against a fake npu-smi that prints recorded tables."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from jobs.device_activity import BackgroundSample, sample_device_activity
+from tests.conftest import assert_events_valid
+from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
+from workbench.atomic import sha256_file, write_json
+from workbench.config import defaults
+from workbench.jobkit import JobContext
+from workbench.protocol import read_all
+
+B3 = "npu-smi-info_910B3_x8_with_processes.txt"
+WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
+ASCEND = {"requested": "Ascend", "resolved": "Ascend", "id": 3, "why": "asked for"}
+
+
+def make_ctx(root: Path, device=None) -> JobContext:
+    """A real job folder laid out like the session store's: <root>/sessions/<sid>/jobs/<jid>."""
+    job_dir = root / "sessions" / "20260101-000000-abcd" / "jobs" / "train-001"
+    job_dir.mkdir(parents=True)
+    write_json(job_dir / "config.json", defaults())
+    write_json(job_dir / "job.json", {"jid": "train-001", "kind": "train", "session": "20260101-000000-abcd",
+                                      "created": 0, "device": dict(device or ASCEND), "argv": [], "command": []})
+    return JobContext(job_dir)
+
+
+def events(ctx: JobContext):
+    ctx.events.close()
+    assert_events_valid(ctx.dir)
+    return read_all(str(ctx.dir / "events.jsonl"))
+
+
+@pytest.fixture()
+def fake_smi(tmp_path):
+    def install(name: str, **kw) -> str:
+        return str(install_fake_npu_smi(tmp_path / "bin", fixture_path(name), **kw))
+    return install
+
+
+def test_host_pid_on_requested_npu_passes_and_keeps_raw_output(tmp_path, fake_smi, monkeypatch):
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    ctx = make_ctx(tmp_path)
+    check = sample_device_activity(ctx, ctx.device, npu_smi=fake_smi(B3), pid=683935, containerised=False)
+    assert check["status"] == "observed-pass"
+    assert check["evidence"]["rule"] == "host-pid" and check["evidence"]["aicore_pct"] == 89.0
+    raw = ctx.artifacts / "npu-smi-during-train.txt"
+    assert "683935" in raw.read_text()
+    evs = events(ctx)
+    art = [e for e in evs if e["type"] == "artifact"]
+    assert [a["path"] for a in art] == ["artifacts/npu-smi-during-train.txt"]
+    assert art[0]["sha256"] == sha256_file(raw)
+    assert [e["id"] for e in evs if e["type"] == "check"] == ["device-activity"]
+    # The same lock file as the env job: one npu-smi poller per sessions root.
+    assert check["evidence"]["lock"] == str(tmp_path / "sessions" / ".locks" / "npu-smi.lock")
+    assert os.path.exists(check["evidence"]["lock"])
+
+
+def test_container_pid_matched_through_visible_devices(tmp_path, fake_smi, monkeypatch):
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "0,1")
+    ctx = make_ctx(tmp_path, dict(ASCEND, id=0))
+    check = sample_device_activity(ctx, ctx.device, npu_smi=fake_smi(WIDE_26X), pid=412, containerised=True)
+    assert check["status"] == "observed-pass"
+    assert check["evidence"]["rule"] == "container-pid"
+    assert "via ASCEND_RT_VISIBLE_DEVICES=0,1" in check["detail"]
+
+
+def test_own_pid_missing_is_observed_fail_naming_pids(tmp_path, fake_smi, monkeypatch):
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    ctx = make_ctx(tmp_path)
+    check = sample_device_activity(ctx, ctx.device, npu_smi=fake_smi(B3), containerised=False)  # our real pid
+    assert check["status"] == "observed-fail"
+    assert check["evidence"]["pid"] == os.getpid()
+    assert "683935 on NPU 3" in check["detail"]
+
+
+def test_several_processes_on_one_npu(tmp_path, fake_smi, monkeypatch):
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    ctx = make_ctx(tmp_path, dict(ASCEND, id=0))
+    check = sample_device_activity(ctx, ctx.device, npu_smi=fake_smi(WIDE_26X), pid=683936, containerised=False)
+    assert check["status"] == "observed-pass"
+    assert [p["pid"] for p in check["evidence"]["processes"] if p["npu"] == 0] == [683932, 683936]
+    assert check["evidence"]["row"]["pid"] == 683936
+
+
+def test_cpu_target_is_not_run_without_touching_npu_smi(tmp_path, fake_smi):
+    log = tmp_path / "calls.log"
+    smi = fake_smi(B3, log_path=log)
+    ctx = make_ctx(tmp_path, {"requested": "CPU", "resolved": "CPU", "id": 0, "why": "asked for"})
+    check = sample_device_activity(ctx, ctx.device, npu_smi=smi)
+    assert check["status"] == "not-run"
+    assert "Ascend only" in check["detail"]
+    assert not log.exists()
+    assert [e["type"] for e in events(ctx)] == ["check"]
+
+
+def test_missing_npu_smi_is_not_run(tmp_path):
+    ctx = make_ctx(tmp_path)
+    check = sample_device_activity(ctx, ctx.device, npu_smi=str(tmp_path / "nowhere" / "npu-smi"))
+    assert check["status"] == "not-run"
+    assert "npu-smi not found" in check["detail"]
+
+
+def test_failing_npu_smi_is_blocked_with_its_cause(tmp_path, fake_smi):
+    ctx = make_ctx(tmp_path)
+    smi = fake_smi(DOCKER_FIXTURE, exit_code=1)
+    check = sample_device_activity(ctx, ctx.device, npu_smi=smi, pid=683935, containerised=False)
+    assert check["status"] == "blocked"
+    assert check["evidence"]["failure"]["code"] == "dcmi-8020"
+    assert (ctx.artifacts / "npu-smi-during-train.txt").is_file()
+
+
+def test_background_sample_reports_from_the_caller(tmp_path, fake_smi, monkeypatch):
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    ctx = make_ctx(tmp_path)
+    sample = BackgroundSample(ctx, ctx.device, npu_smi=fake_smi(B3, hang_s=0.3), pid=683935,
+                              when={"after_step": 11}, containerised=False).start()
+    # The fake sleeps 0.3 s before printing, so the sample cannot be in yet.
+    assert not sample.done() and sample.report(wait_s=0) is None
+    check = sample.report(wait_s=10)
+    assert check["status"] == "observed-pass"
+    assert check["evidence"]["when"] == {"after_step": 11}
+    assert sample.report(wait_s=1) is None  # once only
+    lines = (ctx.dir / "events.jsonl").read_text().splitlines()
+    assert sum(1 for line in lines if json.loads(line)["type"] == "check") == 1

@@ -1,0 +1,180 @@
+"""Data-parallel `train` through msrun with real MindSpore on CPU: 2 ranks, a crashing rank, a cancel.
+
+Each test runs the real CLI, which starts the supervisor, msrun, its scheduler and two ranks.
+The `sessions` fixture validates every events.jsonl afterwards (seq contiguous per rank).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from tests.conftest import run_cli, wait_for
+from workbench.atomic import read_json
+from workbench.protocol import read_all
+from workbench.report.collect import collect
+from workbench.runner import JobRunner
+from workbench.session import SessionStore, job_status
+
+# find_spec, not import: this process must never load MindSpore (jobs are its children).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+
+# 1000 synthetic images -> 900 train / 100 val.
+TINY = ["device.target=CPU", "data.source=synthetic", "data.synthetic_train=1000", "data.synthetic_test=100",
+        "train.epochs=1", "train.batch_size=32", "train.warmup_steps=1", "train.parallel.workers=2",
+        "limits.job_timeout_s=240", "limits.stall_s=120"]
+CLI_TIMEOUT_S = 300
+
+
+def free_port() -> int:
+    """A port nothing listens on now (msrun's scheduler takes it a moment later)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def sets(*extra: str) -> List[str]:
+    """--set arguments for TINY plus `extra`, on a fresh master port."""
+    out: List[str] = []
+    for item in TINY + ["train.parallel.master_port=%d" % free_port()] + list(extra):
+        out += ["--set", item]
+    return out
+
+
+def job_dir_of(proc) -> Path:
+    """The job folder named on the CLI's stderr."""
+    found = re.search(r"job \S+ in session \S+: (\S+)", proc.stderr)
+    assert found, "no job line in stderr:\n%s\n%s" % (proc.stderr, proc.stdout)
+    return Path(found.group(1))
+
+
+def processes_of(job_dir: Path) -> List[str]:
+    """Live processes whose command line or working folder mentions the job folder."""
+    needle = str(job_dir)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            with open("/proc/%s/cmdline" % entry, "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            cwd = os.readlink("/proc/%s/cwd" % entry)
+        except (OSError, IndexError):
+            continue
+        if needle in cmdline or cwd == needle or cwd.startswith(needle + os.sep):
+            found.append("%s cwd=%s %s" % (entry, cwd, cmdline[:160]))
+    return found
+
+
+def assert_no_process_left(job_dir: Path) -> None:
+    """Nothing of the job runs any more (waits a little for the kernel to reap the last ones)."""
+    deadline = time.monotonic() + 10
+    while processes_of(job_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = processes_of(job_dir)
+    for line in left:  # do not leave them behind for the next test
+        try:
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not left, "processes of %s still alive:\n  %s" % (job_dir.name, "\n  ".join(left))
+
+
+def by_type(events: List[Dict[str, Any]], type_: str) -> List[Dict[str, Any]]:
+    """Events of one type."""
+    return [e for e in events if e.get("type") == type_]
+
+
+def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions):
+    # train_limit 301: 150 samples per rank, 1 dropped; batch 32 -> 4 full batches + a tail of 22.
+    proc = run_cli("run", "train", "--sessions", sessions, *sets("train.train_limit=301"), timeout=CLI_TIMEOUT_S)
+    job = job_dir_of(proc)
+    assert proc.returncode == 0, "%s\n%s" % (job_status(job).label(), (job / "stderr.log").read_text()[-3000:])
+    events = read_all(str(job / "events.jsonl"))
+
+    assert {e.get("rank") for e in events} == {0, 1}, "every event carries its rank"
+    started = {e["rank"]: e for e in by_type(events, "started")}
+    assert sorted(started) == [0, 1] and started[0]["pid"] != started[1]["pid"]
+    assert started[1]["parallel"] == {"rank": 1, "size": 2, "local_rank": 1, "node_rank": 0}
+    for rank in (0, 1):
+        steps = [e for e in by_type(events, "step") if e["rank"] == rank]
+        assert [s["batch_size"] for s in steps] == [32, 32, 32, 32, 22], "rank %d" % rank
+    drops = [e["message"] for e in by_type(events, "log") if "dropped" in e.get("message", "")]
+    assert len(drops) == 2 and all("150 each, 1 dropped" in m for m in drops)
+
+    # Rank 0 alone validates, saves and summarises.
+    epochs = by_type(events, "epoch")
+    assert [e["rank"] for e in epochs] == [0]
+    val = epochs[0]["val"]
+    assert 0.0 <= val["accuracy"] <= 1.0 and 0.0 <= val["macro_f1"] <= 1.0 and len(val["confusion"]) == 10
+    assert [e["rank"] for e in by_type(events, "result")] == [0]
+    assert {a["path"] for a in by_type(events, "artifact") if a["rank"] == 1} == {"artifacts/weights.rank1.sha256"}
+    assert sorted((e["rank"], e["status"]) for e in by_type(events, "finished")) == [(0, "ok"), (1, "ok")]
+
+    weights = [e for e in by_type(events, "check") if e["id"] == "weights-identical"]
+    assert len(weights) == 1 and weights[0]["rank"] == 0 and weights[0]["status"] == "observed-pass"
+    hashes = weights[0]["evidence"]["hashes"]
+    for rank in (0, 1):
+        on_disk = (job / "artifacts" / ("weights.rank%d.sha256" % rank)).read_text().split()[0]
+        assert hashes[str(rank)] == on_disk and len(on_disk) == 64
+
+    assert (job / "msrun_logs" / "scheduler.log").is_file()  # empty when all went well at GLOG_v=3
+    for name in ("worker_0.log", "worker_1.log"):
+        assert (job / "msrun_logs" / name).stat().st_size > 0, name
+    spec = read_json(job / "job.json")
+    assert spec["argv"][0].endswith("msrun") and spec["env"]["PATH"].startswith(str(job / "bin"))
+
+    record = collect(SessionStore(sessions), job.parent.parent.name)
+    par = record["training"]["runs"][0]["parallel"]
+    assert par["settings"]["workers"] == 2 and par["ranks_seen"] == [0, 1]
+    assert par["weights_identical"] == "observed-pass"
+    assert_no_process_left(job)
+
+
+def test_a_crashing_rank_ends_the_job_naming_the_rank_and_signal(sessions):
+    proc = run_cli("run", "train", "--sessions", sessions, *sets("train.epochs=2", "train.parallel.crash_rank=1"),
+                   timeout=CLI_TIMEOUT_S)
+    job = job_dir_of(proc)
+    assert proc.returncode == 1
+    status = job_status(job)
+    assert status.state in ("failed", "crashed"), status.label()
+    assert re.search(r"rank 1 \(pid \d+\) died with SIGSEGV", status.reason), status.label()
+    assert "rank 1 (pid" in proc.stdout and "SIGSEGV" in proc.stdout
+    assert read_json(job / "exit.json")["returncode"] != 0
+    assert read_json(job / "ranks" / "rank1.json")["signal"] == "SIGSEGV"
+    events = read_all(str(job / "events.jsonl"))
+    assert not [e for e in by_type(events, "finished") if e.get("rank") == 1 and e["status"] == "ok"]
+    assert [e for e in by_type(events, "step") if e["rank"] == 1], "rank 1 trained before it crashed"
+    assert_no_process_left(job)
+
+
+def test_cancel_stops_msrun_the_scheduler_and_every_rank(sessions):
+    proc = run_cli("run", "train", "--sessions", sessions, "--detach",
+                   *sets("data.synthetic_train=20000", "train.epochs=5"), timeout=60)
+    job = Path(proc.stdout.strip().splitlines()[-1])
+
+    def both_ranks_stepping():
+        ranks = {e.get("rank") for e in read_all(str(job / "events.jsonl")) if e.get("type") == "step"}
+        return ranks == {0, 1}
+
+    try:
+        wait_for(both_ranks_stepping, 180, poll_s=0.2, what="steps from both ranks")
+        assert len(processes_of(job)) >= 6  # supervisor, msrun, 2 launchers, 2 ranks, scheduler + its launcher
+        assert JobRunner.cancel(job)
+        assert JobRunner.wait(job, timeout_s=60)
+    finally:
+        if not (job / "exit.json").exists():
+            JobRunner.cancel(job)
+    assert job_status(job).state == "cancelled", job_status(job).label()
+    assert_no_process_left(job)
