@@ -215,11 +215,12 @@ class TrainingScreen(WorkbenchScreen):
             if view.error.get("hint"):
                 text.append("\nhint: " + str(view.error["hint"]), style="yellow")
             error.update(text)
-        self.query_one("#loss", Sparkline).data = list(view.loss)[-SPARK_POINTS:]
+        self.query_one("#loss", Sparkline).data = list(view.loss)
         self.query_one("#steps", Sparkline).data = list(view.step_ms)[-SPARK_POINTS:]
-        last_loss = view.loss[-1] if view.loss else None
-        self.query_one("#loss-label", Static).update("loss  last %s  min %s" % (
-            _f(last_loss, "%.4f"), _f(min(view.loss) if view.loss else None, "%.4f")))
+        last_loss = view.last_step.get("loss") if view.last_step else None
+        self.query_one("#loss-label", Static).update("loss, whole run (%d step%s a point)  last %s  min %s" % (
+            view.loss.per_point, "" if view.loss.per_point == 1 else "s", _f(last_loss, "%.4f"),
+            _f(min(view.loss) if len(view.loss) else None, "%.4f")))
         self.query_one("#step-label", Static).update("step ms, steady only (compile %s, %d warm-up steps not shown)  last %s" % (
             _f(view.compile_ms[0] / 1000.0 if view.compile_ms else None, "%.2f", " s"), view.warmup_seen,
             _f(view.step_ms[-1] if view.step_ms else None, "%.2f")))

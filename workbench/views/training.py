@@ -9,6 +9,36 @@ from workbench.atomic import read_json
 from workbench.views import View
 
 HISTORY = 120  # points kept for each sparkline
+
+
+class WholeRunHistory:
+    """Bounded history of a whole run: when full, neighbours are averaged and each point covers twice the steps."""
+
+    def __init__(self, max_points: int = HISTORY) -> None:
+        self.max_points = max_points
+        self.points: List[float] = []
+        self.per_point = 1  # steps averaged into each point
+        self._sum, self._n = 0.0, 0
+
+    def append(self, value: float) -> None:
+        """Add one step's value."""
+        self._sum += value
+        self._n += 1
+        if self._n == self.per_point:
+            self.points.append(self._sum / self._n)
+            self._sum, self._n = 0.0, 0
+            if len(self.points) >= self.max_points:
+                self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
+                self.per_point *= 2
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, index):
+        return self.points[index]
 RANK_WINDOW = 20  # recent steady steps per rank behind its step time and images/s
 
 
@@ -64,7 +94,7 @@ class TrainingView(View):
         self.state = ""
         self.started: Dict[str, Any] = {}
         self.cfg: Dict[str, Any] = {}
-        self.loss: Deque[float] = deque(maxlen=HISTORY)
+        self.loss = WholeRunHistory()  # the whole run's trend, not just the last steps
         self.step_ms: Deque[float] = deque(maxlen=HISTORY)
         self.compile_ms: List[float] = []
         self.warmup_seen = 0
