@@ -203,37 +203,55 @@ class TrainingScreen(WorkbenchScreen):
                             % (self.view.test_count(), self.view.jid), severity="warning", timeout=8)
         self.app.start_job("test", {"test": {"from": self.view.jid}})
 
+    def _changed(self, part: str, key: Any) -> bool:
+        """True when a part's inputs differ from its last drawing (redraw only what changed)."""
+        keys = self.__dict__.setdefault("_keys", {})
+        if keys.get(part) == key:
+            return False
+        keys[part] = key
+        return True
+
     def render_view(self, view: TrainingView) -> None:
         plain = self.app.low_bandwidth
-        self.query_one("#runline", Static).update(self._runline(view))
-        error = self.query_one("#error", Static)
-        error.display = bool(view.error)
-        if view.error:
-            message = str(view.error.get("message") or "").split("\n")[0]
-            text = Text("%s: %s" % (view.error.get("type"), message[:240] + ("…" if len(message) > 240 else "")),
-                        style="bold red")
-            if view.error.get("hint"):
-                text.append("\nhint: " + str(view.error["hint"]), style="yellow")
-            error.update(text)
-        self.query_one("#loss", Sparkline).data = list(view.loss)
-        self.query_one("#steps", Sparkline).data = list(view.step_ms)[-SPARK_POINTS:]
-        last_loss = view.last_step.get("loss") if view.last_step else None
-        self.query_one("#loss-label", Static).update("loss, whole run (%d step%s a point)  last %s  min %s" % (
-            view.loss.per_point, "" if view.loss.per_point == 1 else "s", _f(last_loss, "%.4f"),
-            _f(min(view.loss) if len(view.loss) else None, "%.4f")))
-        self.query_one("#step-label", Static).update("step ms, steady only (compile %s, %d warm-up steps not shown)  last %s" % (
-            _f(view.compile_ms[0] / 1000.0 if view.compile_ms else None, "%.2f", " s"), view.warmup_seen,
-            _f(view.step_ms[-1] if view.step_ms else None, "%.2f")))
-        self.query_one("#perf", Static).update(perf_panel(view, plain))
-        self._epochs(view)
-        val = view.latest_val
-        rows = val.get("per_class") or []
-        f1 = [r.get("f1", 1.0) for r in rows]
-        weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None
-        self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest)
-        self.query_one("#perclass", Static).update(per_class_table(val, plain) if rows else "")
-        prof = profile_table((view.result or {}).get("profile") or {})
-        self.query_one("#profile", Static).update(prof if prof is not None else "")
+        if self._changed("runline", (view.jid, view.status, view.state, id(view.progress), view.test_count(),
+                                     int(view.eta_s() or 0))):
+            self.query_one("#runline", Static).update(self._runline(view))
+        if self._changed("error", (view.jid, id(view.error))):
+            error = self.query_one("#error", Static)
+            error.display = bool(view.error)
+            if view.error:
+                message = str(view.error.get("message") or "").split("\n")[0]
+                text = Text("%s: %s" % (view.error.get("type"), message[:240] + ("…" if len(message) > 240 else "")),
+                            style="bold red")
+                if view.error.get("hint"):
+                    text.append("\nhint: " + str(view.error["hint"]), style="yellow")
+                error.update(text)
+        if self._changed("curves", (view.jid, view.steps_seen)):
+            self.query_one("#loss", Sparkline).data = list(view.loss)
+            self.query_one("#steps", Sparkline).data = list(view.step_ms)[-SPARK_POINTS:]
+            last_loss = view.last_step.get("loss") if view.last_step else None
+            self.query_one("#loss-label", Static).update("loss, whole run (%d step%s a point)  last %s  min %s" % (
+                view.loss.per_point, "" if view.loss.per_point == 1 else "s", _f(last_loss, "%.4f"),
+                _f(min(view.loss) if len(view.loss) else None, "%.4f")))
+            self.query_one("#step-label", Static).update(
+                "step ms, steady only (compile %s, %d warm-up steps not shown)  last %s" % (
+                    _f(view.compile_ms[0] / 1000.0 if view.compile_ms else None, "%.2f", " s"), view.warmup_seen,
+                    _f(view.step_ms[-1] if view.step_ms else None, "%.2f")))
+        perf_key = (view.jid, id(view.perf), plain, tuple((k, c.get("status")) for k, c in view.checks.items()),
+                    tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,
+                    None if view.perf else view.steps_seen // 50)
+        if self._changed("perf", perf_key):
+            self.query_one("#perf", Static).update(perf_panel(view, plain))
+        if self._changed("epochs", (view.jid, len(view.epochs), plain, id(view.result))):
+            self._epochs(view)
+            val = view.latest_val
+            rows = val.get("per_class") or []
+            f1 = [r.get("f1", 1.0) for r in rows]
+            weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None
+            self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest)
+            self.query_one("#perclass", Static).update(per_class_table(val, plain) if rows else "")
+            prof = profile_table((view.result or {}).get("profile") or {})
+            self.query_one("#profile", Static).update(prof if prof is not None else "")
 
     def _runline(self, view: TrainingView) -> Text:
         if not view.jid:
