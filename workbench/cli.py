@@ -20,9 +20,14 @@ from workbench.textlog import format_event
 USAGE_ERROR = 2
 
 
-def _config(args) -> dict:
+def _config(args) -> Optional[dict]:
+    """The config from --config, --set and --python; None after printing why it is invalid."""
     extra = [("--python", {"python": args.python})] if getattr(args, "python", None) else []
-    return load(args.config, args.set or [], extra=extra)
+    try:
+        return load(args.config, args.set or [], extra=extra)
+    except ConfigError as exc:
+        print("config error: %s" % exc, file=sys.stderr)
+        return None
 
 
 def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verbose_steps: int = 0) -> int:
@@ -64,10 +69,8 @@ def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verb
 
 def cmd_run(args) -> int:
     """Run one job under the supervisor, in the foreground or detached."""
-    try:
-        cfg = _config(args)
-    except ConfigError as exc:
-        print("config error: %s" % exc, file=sys.stderr)
+    cfg = _config(args)
+    if cfg is None:
         return USAGE_ERROR
     store = SessionStore(sessions_root(args.sessions))
     sid = args.session or store.create(sys.argv)
@@ -179,10 +182,8 @@ def cmd_data(args) -> int:
 
 def open_app(args, sid: Optional[str]) -> int:
     """Open the TUI on a session (new one when sid is None)."""
-    try:
-        cfg = _config(args)
-    except ConfigError as exc:
-        print("config error: %s" % exc, file=sys.stderr)
+    cfg = _config(args)
+    if cfg is None:
         return USAGE_ERROR
     from workbench.app import WorkbenchApp
 

@@ -1,11 +1,14 @@
-"""Build session folders from recorded event files, for pilot and snapshot tests."""
+"""Build session folders from recorded event files, for pilot and snapshot tests; wait for and read the screens."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Tuple
+
+from rich.console import Console
 
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -43,8 +46,6 @@ def make_recorded_session(root: Path, jobs: Iterable[Tuple[str, str, Any, Option
 
 async def wait_ingested(pilot, app, settle_polls: int = 4, timeout_s: float = 20.0) -> None:
     """Wait until the app has read every event file (no new events over a few polls)."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     last, stable = -1, 0
     while stable < settle_polls:
@@ -53,3 +54,24 @@ async def wait_ingested(pilot, app, settle_polls: int = 4, timeout_s: float = 20
         now = app.events_ingested
         stable = stable + 1 if now == last else 0
         last = now
+
+
+async def until(pilot, predicate, timeout_s: float = 15.0, what: Optional[str] = None) -> None:
+    """Pause the pilot until predicate() holds; fail after timeout_s, naming what was awaited if given."""
+    if what is None:
+        message = "condition not met in time"
+    else:
+        message = "timed out after %.0f s waiting for %s" % (timeout_s, what)
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, message
+        await pilot.pause(0.05)
+
+
+def text_of(app, selector: str) -> str:
+    """The plain text a Static shows, laid out at its width."""
+    widget = app.screen.query_one(selector)
+    console = Console(width=max(widget.size.width, 20), color_system=None)
+    with console.capture() as captured:
+        console.print(widget.content)
+    return captured.get()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from textual.widgets import DataTable, Input
 
 from tests.conftest import assert_events_valid
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.app import WorkbenchApp
 from workbench.atomic import read_json
 from workbench.config import defaults
@@ -36,15 +35,8 @@ async def _show_alignment(pilot) -> None:
     await pilot.press("4")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["alignment"]
-    await _until(pilot, lambda: view.status and pilot.app.screen._rendered == view.version)
+    await until(pilot, lambda: view.status and pilot.app.screen._rendered == view.version)
     await pilot.pause(0.1)
-
-
-async def _until(pilot, predicate, timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
 
 
 @pytest.mark.parametrize("name,size", [
@@ -85,9 +77,9 @@ async def test_first_failure_is_selected_and_other_rows_can_be_inspected(tmp_pat
         table.focus()
         await pilot.press("ctrl+end")
         last = view.diffs[-1]["name"]
-        await _until(pilot, lambda: view.selected == last and last in str(app.screen.query_one("#detail").render()))
+        await until(pilot, lambda: view.selected == last and last in str(app.screen.query_one("#detail").render()))
         await pilot.press("f")  # back to the first failure
-        await _until(pilot, lambda: view.selected == first_name)
+        await until(pilot, lambda: view.selected == first_name)
 
 
 async def test_blocked_candidate_shows_the_device_message_and_no_table(tmp_path, monkeypatch):
@@ -120,12 +112,12 @@ async def test_preset_and_tolerance_go_into_the_started_job(tmp_path):
         app.screen.query_one("#atol", Input).value = "0.001"
         app.screen.query_one("#tensors", DataTable).focus()
         await pilot.press("r")
-        await _until(pilot, lambda: app.sid is not None and store.jobs(app.sid))
+        await until(pilot, lambda: app.sid is not None and store.jobs(app.sid))
         job_dir = store.jobs(app.sid)[0]
         cfg = read_json(job_dir / "config.json")
         assert cfg["align"]["candidate"]["precision"] == "amp-O2" and cfg["align"]["atol"] == 0.001
         JobRunner.cancel(job_dir)  # a real job was started: stop it (its whole process group)
-        await _until(pilot, lambda: job_status(job_dir).done, timeout_s=60)
+        await until(pilot, lambda: job_status(job_dir).done, timeout_s=60)
         assert job_status(job_dir).state == "cancelled"
     if (job_dir / "events.jsonl").exists():  # a cancel can land before the job process wrote anything
         assert_events_valid(job_dir)

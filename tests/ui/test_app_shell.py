@@ -1,9 +1,6 @@
 """Pilot tests of the app shell: modes, the Session screen, quitting with a job running."""
 
-import subprocess
-import sys
-import time
-
+from tests.ui.recorded import until
 from workbench.app import QuitScreen, WorkbenchApp
 from workbench.config import defaults
 from workbench.runner import JobRunner
@@ -16,13 +13,6 @@ def _drill(store, sid, **drill):
     cfg = defaults()
     cfg["drill"].update(drill)
     return JobRunner(store).start(sid, "drill", cfg)
-
-
-async def _wait(pilot, predicate, timeout_s=15.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
 
 
 async def test_switches_through_all_six_screens(tmp_path):
@@ -47,24 +37,30 @@ async def test_session_screen_lists_jobs_with_reason(tmp_path):
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("6")
         view = app.views["session"]
-        await _wait(pilot, lambda: len(view.rows) == 2 and all(r.state != "running" for r in view.rows.values()))
+        await until(pilot, lambda: len(view.rows) == 2 and all(r.state != "running" for r in view.rows.values()))
         assert view.rows[ok.name].state == "ok"
         assert view.rows[crashed.name].state == "crashed"
         assert "SIGSEGV" in view.rows[crashed.name].reason
-        await _wait(pilot, lambda: "SIGSEGV" in app.export_screenshot())
+        await until(pilot, lambda: "SIGSEGV" in app.export_screenshot())
 
 
-async def test_quit_with_running_job_can_leave_it_running(tmp_path):
+async def _quit_with_running_drill(tmp_path, button: str):
+    """Start a long drill, open the app, press q and choose `button` in the quit dialog; return the job folder."""
     store = SessionStore(tmp_path)
     sid = store.create()
     job = _drill(store, sid, steps=2000, rate=50)
     app = WorkbenchApp(store, sid, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
-        await _wait(pilot, lambda: app.tracker.running())
+        await until(pilot, lambda: app.tracker.running())
         await pilot.press("q")
-        await _wait(pilot, lambda: isinstance(app.screen, QuitScreen))
-        await pilot.click("#leave")
+        await until(pilot, lambda: isinstance(app.screen, QuitScreen))
+        await pilot.click(button)
         await pilot.pause()
+    return job
+
+
+async def test_quit_with_running_job_can_leave_it_running(tmp_path):
+    job = await _quit_with_running_drill(tmp_path, "#leave")
     assert job_status(job).state == "running"
     JobRunner.cancel(job)
     JobRunner.wait(job, 30)
@@ -72,16 +68,7 @@ async def test_quit_with_running_job_can_leave_it_running(tmp_path):
 
 
 async def test_quit_with_running_job_can_stop_it(tmp_path):
-    store = SessionStore(tmp_path)
-    sid = store.create()
-    job = _drill(store, sid, steps=2000, rate=50)
-    app = WorkbenchApp(store, sid, defaults())
-    async with app.run_test(size=(120, 36)) as pilot:
-        await _wait(pilot, lambda: app.tracker.running())
-        await pilot.press("q")
-        await _wait(pilot, lambda: isinstance(app.screen, QuitScreen))
-        await pilot.click("#stop")
-        await pilot.pause()
+    job = await _quit_with_running_drill(tmp_path, "#stop")
     JobRunner.wait(job, 30)
     assert job_status(job).state == "cancelled"
 

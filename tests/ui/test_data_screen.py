@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from workbench.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.protocol import validate_file
@@ -42,13 +40,6 @@ def recorded_app(root: Path, name: str, exit_record=OK_EXIT) -> WorkbenchApp:
     return WorkbenchApp(SessionStore(root), FIXED_SID, config())
 
 
-async def until(pilot, predicate, timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
 async def open_data_screen(pilot) -> None:
     """Switch to the Data screen and wait until it has drawn everything the events hold."""
     app = pilot.app
@@ -57,15 +48,6 @@ async def open_data_screen(pilot) -> None:
     view = app.views["data"]
     await until(pilot, lambda: view.status and app.screen._rendered == view.version)
     await pilot.pause()
-
-
-def text_of(app, selector: str) -> str:
-    """The plain text a Static shows, laid out at its width."""
-    widget = app.screen.query_one(selector)
-    console = Console(width=max(widget.size.width, 20), color_system=None)
-    with console.capture() as captured:
-        console.print(widget.content)
-    return captured.get()
 
 
 async def test_loaded_screen_shows_counts_contract_seed_and_real_pixels(tmp_path):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.app import WorkbenchApp
 from workbench.atomic import read_json
 from workbench.config import defaults
@@ -34,18 +33,12 @@ def _app(tmp_path, monkeypatch, name: str, cfg=None) -> WorkbenchApp:
     return WorkbenchApp(SessionStore(tmp_path), sid, cfg or defaults())
 
 
-async def _until(pilot, predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
 async def _show(pilot, select=None) -> None:
     await pilot.press("1")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["environment"]
-    await _until(pilot, lambda: view.status and view.status != "running" and pilot.app.screen._rendered == view.version)
+    await until(pilot, lambda: view.status and view.status != "running" and pilot.app.screen._rendered == view.version,
+                timeout_s=30)
     if select:
         pilot.app.screen.select_check(select)
     await pilot.pause(0.1)
@@ -143,7 +136,7 @@ async def test_p_runs_only_the_probes_and_r_runs_everything_again(tmp_path, monk
         await _show(pilot)
         view = app.views["environment"]
         await pilot.press("p")
-        await _until(pilot, lambda: view.jid == "env-002" and view.state not in ("", "running"), 60)
+        await until(pilot, lambda: view.jid == "env-002" and view.state not in ("", "running"), 60)
         job = app.tracker.jobs["env-002"]
         assert read_json(job.dir / "config.json")["env"]["only_probes"] is True
         assert view.scope == "probes" and view.state == "failed"
@@ -153,7 +146,7 @@ async def test_p_runs_only_the_probes_and_r_runs_everything_again(tmp_path, monk
         assert "SIGSEGV" in view.checks["probe-matmul-fp16"]["detail"]
         app.cfg["env"]["probes"] = False
         await pilot.press("r")
-        await _until(pilot, lambda: view.jid == "env-003" and view.state not in ("", "running"), 60)
+        await until(pilot, lambda: view.jid == "env-003" and view.state not in ("", "running"), 60)
         assert view.scope == "all" and view.check_jid["interpreter"] == "env-003"
         assert view.checks["probe-add-fp32"]["status"] == "not-run"
     for jid in ("env-002", "env-003"):

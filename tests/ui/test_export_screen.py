@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
-from rich.console import Console
 from textual.widgets import DataTable, Select, TextArea
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from workbench.app import WorkbenchApp
 from workbench.atomic import read_json
 from workbench.config import defaults
@@ -39,27 +37,11 @@ def _app(tmp_path, monkeypatch, name: str, with_export: bool = True) -> Workbenc
     return WorkbenchApp(SessionStore(tmp_path), sid, defaults())
 
 
-def text_of(app, selector: str) -> str:
-    """The plain text a Static shows, laid out at its width."""
-    widget = app.screen.query_one(selector)
-    console = Console(width=max(widget.size.width, 20), color_system=None)
-    with console.capture() as captured:
-        console.print(widget.content)
-    return captured.get()
-
-
-async def _until(pilot, predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
 async def _show_export(pilot) -> None:
     await pilot.press("5")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["export"]
-    await _until(pilot, lambda: view.state and pilot.app.screen._rendered == view.version)
+    await until(pilot, lambda: view.state and pilot.app.screen._rendered == view.version, timeout_s=30)
     await pilot.pause(0.1)
 
 
@@ -126,16 +108,16 @@ async def test_r_runs_an_export_from_the_picked_training_job(tmp_path, monkeypat
         await pilot.press("5")
         await wait_ingested(pilot, app)
         picker = app.screen.query_one("#ex-from", Select)
-        await _until(pilot, lambda: picker.value == "train-001")
+        await until(pilot, lambda: picker.value == "train-001", timeout_s=30)
         assert [value for _, value in picker._options if value is not Select.BLANK] == ["train-001", FRESH]
         await pilot.press("r")
         job_dir = tmp_path / SID / "jobs" / "export-001"
-        await _until(pilot, lambda: (job_dir / "config.json").exists())
+        await until(pilot, lambda: (job_dir / "config.json").exists(), timeout_s=30)
         assert read_json(job_dir / "config.json")["export"]["from"] == "train-001"
         assert JobRunner.wait(job_dir, timeout_s=300)
         assert job_status(job_dir).state == "failed"
         view = app.views["export"]
-        await _until(pilot, lambda: view.jid == "export-001" and view.error is not None)
+        await until(pilot, lambda: view.jid == "export-001" and view.error is not None, timeout_s=30)
         assert "best.ckpt does not exist" in view.error["message"]
 
 

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.conftest import PROJECT_ROOT, cli_env
+from tests.ui.recorded import until
 from workbench.app import WorkbenchApp
 from workbench.atomic import write_json
 from workbench.cli import build_parser
@@ -21,13 +22,6 @@ from workbench.config import defaults
 from workbench.protocol import validate_file
 from workbench.runner import JobRunner
 from workbench.session import SessionStore, job_status
-
-
-async def _wait(pilot, predicate, timeout_s=20.0, what="a condition"):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out after %.0f s waiting for %s" % (timeout_s, what)
-        await pilot.pause(0.05)
 
 
 def _lines(path: Path) -> int:
@@ -49,7 +43,8 @@ async def test_reopened_app_has_the_whole_history_follows_on_and_two_apps_agree(
     try:
         first = WorkbenchApp(store, sid, defaults())
         async with first.run_test(size=(120, 36)) as pilot:
-            await _wait(pilot, lambda: first.events_ingested >= 20, what="the first app to ingest 20 events")
+            await until(pilot, lambda: first.events_ingested >= 20, timeout_s=20,
+                        what="the first app to ingest 20 events")
         assert job_status(job_dir).state == "running"  # closing the app left the job alone
 
         second, third = WorkbenchApp(store, sid, defaults()), WorkbenchApp(store, sid, defaults())
@@ -57,16 +52,17 @@ async def test_reopened_app_has_the_whole_history_follows_on_and_two_apps_agree(
             rows = [app.views["session"].rows for app in (second, third)]
             on_disk = _lines(events)
             for pilot, row in ((pilot2, rows[0]), (pilot3, rows[1])):
-                await _wait(pilot, lambda: job_dir.name in row and row[job_dir.name].events >= on_disk,
-                            what="the reopened app to replay the %d events written so far" % on_disk)
+                await until(pilot, lambda: job_dir.name in row and row[job_dir.name].events >= on_disk,
+                            timeout_s=20, what="the reopened app to replay the %d events written so far" % on_disk)
             seen = rows[0][job_dir.name].events
-            await _wait(pilot2, lambda: rows[0][job_dir.name].events >= seen + 20, what="new events to arrive")
+            await until(pilot2, lambda: rows[0][job_dir.name].events >= seen + 20, timeout_s=20,
+                        what="new events to arrive")
             assert job_status(job_dir).state == "running"
-            await _wait(pilot2, lambda: all(r[job_dir.name].state == "ok" for r in rows), timeout_s=30,
+            await until(pilot2, lambda: all(r[job_dir.name].state == "ok" for r in rows), timeout_s=30,
                         what="the job to end ok in both apps")
             total = _lines(events)
-            await _wait(pilot3, lambda: all(r[job_dir.name].events == total for r in rows),
-                        what="both apps to hold every event")
+            await until(pilot3, lambda: all(r[job_dir.name].events == total for r in rows),
+                        timeout_s=20, what="both apps to hold every event")
         assert total == 1 + 400 + 2
         assert validate_file(str(events)) == []  # seq contiguous from 0, every line valid
     finally:

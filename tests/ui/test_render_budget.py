@@ -1,11 +1,10 @@
 """The UI must not slow the job: hidden screens do not redraw, keys are handled during bursts."""
 
 import json
-import time
 
 from textual.binding import Binding
 
-from tests.ui.recorded import make_recorded_session
+from tests.ui.recorded import make_recorded_session, until
 from workbench.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.protocol import encode
@@ -29,13 +28,6 @@ def _append_steps(path, start, n):
                              "loss": 1.0 / (i + 1), "step_ms": 2.0, "batch_size": 64}))
 
 
-async def _until(pilot, predicate, timeout_s=15.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
 async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
     started = {"v": 1, "seq": 0, "t": 0.0, "type": "started", "kind": "train", "pid": 1, "python": "p",
                "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
@@ -45,18 +37,18 @@ async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")
         training = app.screen
-        await _until(pilot, lambda: training.redraws >= 1)
+        await until(pilot, lambda: training.redraws >= 1)
         await pilot.press("6")  # Training is now hidden
         await pilot.pause(0.3)
         before_redraws, before_version = training.redraws, app.views["training"].version
         for k in range(5):
             _append_steps(events, 1 + 100 * k, 100)
             await pilot.pause(0.3)
-        await _until(pilot, lambda: app.views["training"].steps_seen == 500)
+        await until(pilot, lambda: app.views["training"].steps_seen == 500)
         assert app.views["training"].version > before_version  # the model kept up ...
         assert training.redraws == before_redraws  # ... but the hidden screen drew nothing
         await pilot.press("3")
-        await _until(pilot, lambda: training.redraws == before_redraws + 1)  # one redraw on return
+        await until(pilot, lambda: training.redraws == before_redraws + 1)  # one redraw on return
 
 
 async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
@@ -72,6 +64,6 @@ async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
             pressed += 1
             await pilot.pause(0.01)
             assert pressed < 2000
-        await _until(pilot, lambda: app.handled == pressed)
+        await until(pilot, lambda: app.handled == pressed)
         assert app.events_ingested == 10_000
         assert json.loads(open(events).readlines()[-1])["seq"] == 9_999

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from rich.console import Console
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -22,19 +21,13 @@ def _app(tmp_path, monkeypatch) -> WorkbenchApp:
     return WorkbenchApp(SessionStore(tmp_path), sid, defaults())
 
 
-async def _until(pilot, predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
 async def _show_profile(pilot) -> None:
     """Training mode, every event read, the result drawn, the profile table scrolled into view."""
     await pilot.press("3")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["training"]
-    await _until(pilot, lambda: view.result.get("profile") and pilot.app.screen._rendered == view.version)
+    await until(pilot, lambda: view.result.get("profile") and pilot.app.screen._rendered == view.version,
+                timeout_s=30)
     pilot.app.screen.query_one("#profile").scroll_visible(animate=False, top=True)
     await pilot.pause(0.2)
 

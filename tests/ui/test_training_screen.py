@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -61,13 +60,6 @@ def test_snapshot(snap_compare, tmp_path, monkeypatch, state, size):
     assert snap_compare(app, terminal_size=size, run_before=show)
 
 
-async def _until(pilot, predicate, timeout_s=20.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
 async def test_view_follows_recorded_run(tmp_path, monkeypatch):
     app = _app(tmp_path, monkeypatch, "finished")
     async with app.run_test(size=(120, 36)) as pilot:
@@ -88,7 +80,7 @@ async def test_failed_device_shows_error_and_hint(tmp_path, monkeypatch):
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")
         await wait_ingested(pilot, app)
-        await _until(pilot, lambda: app.screen.query_one("#error").display)
+        await until(pilot, lambda: app.screen.query_one("#error").display, timeout_s=20)
         view = app.views["training"]
         assert view.error["type"] == "DeviceError" and "Ascend" in view.error["message"]
         assert view.steps_seen == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 class View:
@@ -28,4 +28,32 @@ class View:
 
     def job_changed(self, job: Any) -> None:
         """A job's status changed (override when the view shows it)."""
+        self.version += 1
+
+
+class LatestJobView(View):
+    """A view that follows one job of its kinds at a time: a newer job's events replace the old one's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reset(None)
+
+    def reset(self, jid: Optional[str]) -> None:
+        """Start following job `jid` (extend to clear the subclass's own fields)."""
+        self.jid = jid
+        self.status = ""
+        self.state = ""
+
+    def follow(self, job: Any) -> None:
+        """Switch to `job` when it is not the followed one."""
+        if job.jid != self.jid:
+            self.reset(job.jid)
+
+    def job_changed(self, job: Any) -> None:
+        """Track the followed job's status."""
+        if job.jid == self.jid or self.jid is None:
+            if self.jid is None:
+                self.reset(job.jid)
+            self.status = job.status.label()
+            self.state = job.status.state
         self.version += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from workbench.views import View
+from workbench.views import LatestJobView
 
 SIDES = ("ref", "cand")
 ROLE = {"ref": "reference", "cand": "candidate"}
@@ -96,20 +96,14 @@ def hist_rows(hist: Optional[Dict[str, Any]], width: int = 20) -> List[Tuple[str
             for label, count in rows]
 
 
-class AlignmentView(View):
+class AlignmentView(LatestJobView):
     """Folds `align` job events into what the Alignment screen draws."""
 
     kinds = ("align",)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset(None)
-
     def reset(self, jid: Optional[str]) -> None:
         """Start following a new align job."""
-        self.jid = jid
-        self.status = ""
-        self.state = ""
+        super().reset(jid)
         self.started: Dict[str, Any] = {}
         self.sides: Dict[str, Dict[str, Any]] = {}
         self.matched: List[Dict[str, Any]] = []
@@ -122,8 +116,7 @@ class AlignmentView(View):
 
     def apply(self, job: Any, ev: Dict[str, Any]) -> None:
         """Fold one event of an align job; a newer job replaces the old one."""
-        if job.jid != self.jid:
-            self.reset(job.jid)
+        self.follow(job)
         kind = ev.get("type")
         if kind == "started":
             self.started = ev
@@ -142,15 +135,6 @@ class AlignmentView(View):
             self.progress = ev
         elif kind == "finished":
             self.error = ev.get("error")
-
-    def job_changed(self, job: Any) -> None:
-        """Track the followed job's status."""
-        if job.jid == self.jid or self.jid is None:
-            if self.jid is None:
-                self.reset(job.jid)
-            self.status = job.status.label()
-            self.state = job.status.state
-        self.version += 1
 
     def label(self, side: str) -> str:
         """The path label of a side ('CPU/pynative/fp32'), from the started event or its check."""

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from workbench.views import View
+from workbench.views import LatestJobView
 
 FRESH = "__fresh__"  # the run picker's value for "no training job: a freshly initialised net"
 FORMAT_ORDER = {"ckpt": 0, "mindir": 1, "lite": 2}
 
 
-class ExportView(View):
+class ExportView(LatestJobView):
     """Folds `export` job events into what the Export screen draws."""
 
     kinds = ("export",)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset(None)
-
     def reset(self, jid: Optional[str]) -> None:
         """Start following a new export job."""
-        self.jid = jid
-        self.status = ""
-        self.state = ""
+        super().reset(jid)
         self.started: Dict[str, Any] = {}
         self.checks: Dict[str, Dict[str, Any]] = {}
         self.artifacts: Dict[str, Dict[str, Any]] = {}
@@ -34,8 +28,7 @@ class ExportView(View):
 
     def apply(self, job: Any, ev: Dict[str, Any]) -> None:
         """Fold one event of an export job (a newer job replaces the followed one)."""
-        if job.jid != self.jid:
-            self.reset(job.jid)
+        self.follow(job)
         kind = ev.get("type")
         if kind == "started":
             self.started = ev
@@ -51,15 +44,6 @@ class ExportView(View):
             self.error = ev.get("error")
         elif kind == "log" and ev.get("level") in ("warning", "error"):
             self.logs.append(str(ev.get("message")))
-
-    def job_changed(self, job: Any) -> None:
-        """Track the followed job's status."""
-        if job.jid == self.jid or self.jid is None:
-            if self.jid is None:
-                self.reset(job.jid)
-            self.status = job.status.label()
-            self.state = job.status.state
-        self.version += 1
 
     def load_checks(self) -> List[Dict[str, Any]]:
         """Checks that belong to a format (ckpt, mindir, lite), in format then batch order."""
