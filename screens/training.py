@@ -215,7 +215,7 @@ class TrainingScreen(WorkbenchScreen):
         plain = self.app.low_bandwidth
         if self._changed("runline", (view.jid, view.status, view.state, id(view.progress), view.test_count(),
                                      int(view.eta_s() or 0))):
-            self.query_one("#runline", Static).update(self._runline(view))
+            self.query_one("#runline", Static).update(self._runline(view), layout=False)  # fixed size: no reflow
         if self._changed("error", (view.jid, id(view.error))):
             error = self.query_one("#error", Static)
             error.display = bool(view.error)
@@ -232,16 +232,16 @@ class TrainingScreen(WorkbenchScreen):
             last_loss = view.last_step.get("loss") if view.last_step else None
             self.query_one("#loss-label", Static).update("loss, whole run (%d step%s a point)  last %s  min %s" % (
                 view.loss.per_point, "" if view.loss.per_point == 1 else "s", _f(last_loss, "%.4f"),
-                _f(min(view.loss) if len(view.loss) else None, "%.4f")))
+                _f(min(view.loss) if len(view.loss) else None, "%.4f")), layout=False)
             self.query_one("#step-label", Static).update(
                 "step ms, steady only (compile %s, %d warm-up steps not shown)  last %s" % (
                     _f(view.compile_ms[0] / 1000.0 if view.compile_ms else None, "%.2f", " s"), view.warmup_seen,
-                    _f(view.step_ms[-1] if view.step_ms else None, "%.2f")))
+                    _f(view.step_ms[-1] if view.step_ms else None, "%.2f")), layout=False)
         perf_key = (view.jid, id(view.perf), plain, tuple((k, c.get("status")) for k, c in view.checks.items()),
                     tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,
                     None if view.perf else view.steps_seen // 50)
         if self._changed("perf", perf_key):
-            self.query_one("#perf", Static).update(perf_panel(view, plain))
+            self.query_one("#perf", Static).update(perf_panel(view, plain), layout=False)
         if self._changed("epochs", (view.jid, len(view.epochs), plain, id(view.result))):
             self._epochs(view)
             val = view.latest_val

@@ -73,9 +73,10 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
     """Derive the status: never 'ok' without a `finished` event with status ok."""
     job_dir = Path(job_dir)
     exit_path = job_dir / "exit.json"
-    if events is None:
-        events = tail_events(str(job_dir / "events.jsonl"))
-    fin = _finished(events)
+
+    def finished_event() -> Optional[Dict[str, Any]]:  # read only when needed: running jobs skip it
+        return _finished(events if events is not None else tail_events(str(job_dir / "events.jsonl")))
+
     if not exit_path.exists():
         pids = {}
         if (job_dir / "pids.json").exists():
@@ -93,10 +94,12 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
             return JobStatus("running", "", round(dur, 1))
         if not pids and spec_created and time.time() - spec_created < 10:
             return JobStatus("running", "starting", round(dur, 1))
+        fin = finished_event()
         if fin is not None:
             return JobStatus("crashed", "supervisor lost after the job finished %s" % fin.get("status"), None)
         return JobStatus("crashed", "supervisor and job gone without exit.json", None)
     rec = read_json(exit_path)
+    fin = finished_event()
     dur = rec.get("duration_s")
     after = " after %s s" % _fmt_s(dur) if dur is not None else ""
     if rec.get("refused"):

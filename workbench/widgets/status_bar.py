@@ -28,4 +28,4 @@ class StatusBar(Static):
             " │ low-bandwidth" if app.low_bandwidth else "")
         if text != getattr(self, "_text", None):
             self._text = text
-            self.update(text)
+            self.update(text, layout=False)  # one fixed line: no reflow of the screen
