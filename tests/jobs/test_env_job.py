@@ -22,6 +22,7 @@ from tests.fixtures.ascend_fakes import (
     VERSIONS_800IA2, command_output, fixture_path, fixture_text, install_fake_npu_smi, make_fake_ascend_tree, section,
 )
 from workbench.atomic import read_json
+from workbench.envvars import MASK
 
 SUMMARY_KEYS = ["python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "probes",
                 "environment"]
@@ -301,7 +302,7 @@ def test_settings_visible_devices_and_masked_secrets(sessions, tmp_path):
     vis = run.check("visible-devices")
     assert vis["status"] == "observed-fail" and "107001" in vis["detail"]
     environment = run.summary["environment"]
-    assert environment["MS_API_TOKEN"] == "<masked>" and environment["MS_ROLE"] == "MS_SCHED"
+    assert environment["MS_API_TOKEN"] == MASK and environment["MS_ROLE"] == "MS_SCHED"
     assert environment["ASCEND_RT_VISIBLE_DEVICES"] == "0,1" and "NOT_ALLOWED_VAR" not in environment
     assert secret not in (run.dir / "events.jsonl").read_text()
     assert secret not in (run.dir / "artifacts" / "env-report.json").read_text()
