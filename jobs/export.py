@@ -28,6 +28,7 @@ from workbench.jobkit import JobContext, JobFailed, run
 from workbench.lite_gate import GATE_HINT, describe_gate, parse_lite_version_gate
 
 from jobs import msdevice
+from jobs.export_load import short_error
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXPORT_MODE = "graph"  # the formal execution path (course §2); the loaders use it too
@@ -908,12 +909,8 @@ def _has_field(message: Any, name: str) -> bool:
         return False
 
 
-def _short(exc: BaseException, limit: int = 1500) -> str:
-    text = "%s: %s" % (type(exc).__name__, exc)
-    cut = text.find("- C++ Call Stack")
-    if cut > 0:
-        text = text[:cut].rstrip("- \n")
-    return text if len(text) <= limit else text[:limit] + " ..."
+def _short(exc: BaseException) -> str:
+    return short_error(exc, limit=1500)
 
 
 def _fmt(value: Any, fmt: str = "%.4f") -> str:
