@@ -145,7 +145,7 @@ def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
             else:
                 writer.emit("log", level="warning", message="after the first failure: " + outcome["error"]["message"])
                 chosen = dict(first, error=dict(first["error"], restated_by=by))
-            writer.emit("finished", sync=True, status=chosen["status"], error=chosen["error"])
+            writer.emit("finished", fsync=True, status=chosen["status"], error=chosen["error"])
         finally:
             writer.close()
     return chosen

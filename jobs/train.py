@@ -100,21 +100,6 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-def emit_with_sync_field(ctx: JobContext, type_: str, fields: Dict[str, Any]) -> Dict[str, Any]:
-    """Emit an event that carries a field named `sync` (perf does).
-
-    EventWriter.emit takes `sync` as its fsync flag, so the field travels in `extra`,
-    which the writer merges into the event.
-    """
-    fields = dict(fields)
-    saved = ctx.events.extra
-    ctx.events.extra = dict(saved, sync=fields.pop("sync"))
-    try:
-        return ctx.events.emit(type_, **fields)
-    finally:
-        ctx.events.extra = saved
-
-
 class EventPipe:
     """Batches the in-loop events (step, progress) and writes them about every 0.1 s, in order.
 
@@ -406,7 +391,7 @@ class Trainer:
                       profile_slowdown=(self.profile or {}).get("slowdown") if scope == "run" else None)
         if epoch is not None:
             fields["epoch"] = epoch
-        emit_with_sync_field(self.ctx, "perf", fields)
+        self.ctx.events.emit("perf", **fields)
         return fields
 
     def train(self) -> Dict[str, Any]:
@@ -611,7 +596,7 @@ class Trainer:
                     self.best = {"epoch": epoch, "macro_f1": val["macro_f1"], "accuracy": val["accuracy"]}
                     self.save_best(epoch, global_step, val)
                 train_loss = weighted_mean(losses, sizes) if losses else None
-                ctx.events.emit("epoch", sync=True, epoch=epoch, train_loss=train_loss, samples=int(sum(sizes)),
+                ctx.events.emit("epoch", fsync=True, epoch=epoch, train_loss=train_loss, samples=int(sum(sizes)),
                                 steps=len(losses), val=val, is_best=is_best, epoch_s=time.perf_counter() - t_epoch,
                                 train_s=train_s, val_s=val_s, best_epoch=self.best["epoch"],
                                 loss_rule="sample-weighted mean of the step losses (a batch counts by its size)"

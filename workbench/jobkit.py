@@ -78,14 +78,14 @@ class JobContext:
 
     def result(self, summary: Any, **extra: Any) -> None:
         """Emit the job's machine-readable summary."""
-        self.events.emit("result", sync=True, summary=summary, **extra)
+        self.events.emit("result", fsync=True, summary=summary, **extra)
 
     def finished(self, status: str, error: Optional[Dict[str, Any]] = None) -> None:
         """Emit the final event and fsync."""
         if self.finished_sent:
             return
         self.finished_sent = True
-        self.events.emit("finished", sync=True, status=status, error=error)
+        self.events.emit("finished", fsync=True, status=status, error=error)
 
     def raise_if_cancelled(self) -> None:
         """Stop at a safe point when SIGTERM arrived."""

@@ -77,8 +77,8 @@ class EventWriter:
         self.extra = dict(extra or {})
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def emit(self, type_: str, sync: bool = False, **fields: Any) -> Dict[str, Any]:
-        """Write one event; fsync when `sync` (epoch ends, finished)."""
+    def emit(self, type_: str, fsync: bool = False, **fields: Any) -> Dict[str, Any]:
+        """Write one event; fsync when `fsync` (epoch ends, finished). Any field name is free, `sync` too."""
         if self._fd < 0:
             raise ValueError("%s: event writer is closed" % self.path)
         event = {"v": VERSION, "seq": self.seq, "t": round(time.time(), 6), "type": type_}
@@ -88,7 +88,7 @@ class EventWriter:
         written = os.write(self._fd, data)
         while written < len(data):  # regular files take a line at once; finish a short write anyway
             written += os.write(self._fd, data[written:])
-        if sync:
+        if fsync:
             os.fsync(self._fd)
         self.seq += 1
         return event

@@ -57,7 +57,7 @@ def test_writer_emits_contiguous_seq_and_valid_file(tmp_path):
     writer = EventWriter(str(path), extra={"rank": 0})
     writer.emit("log", level="info", message="hello")
     writer.emit("step", epoch=1, step=1, loss=math.inf, step_ms=2.0, batch_size=8)
-    writer.emit("finished", sync=True, status="ok", error=None)
+    writer.emit("finished", fsync=True, status="ok", error=None)
     writer.close()
     events = read_all(str(path))
     assert [e["seq"] for e in events] == [0, 1, 2]
