@@ -15,6 +15,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -104,38 +105,74 @@ async def burst(n_events: int) -> dict:
     return {"events": n_events, "seconds": wall, "per_s": n_events / wall}
 
 
-def tmux_training(epochs: int) -> dict:
-    """Steady images/s of a real training job detached vs followed by the TUI in tmux (same run)."""
+def tmux_training(windows: int, window_s: float) -> dict:
+    """One long real training run followed by the TUI in tmux (Training screen), in alternating windows.
+
+    The TUI starts once and is then frozen (SIGSTOP: no CPU, as if detached) and thawed (SIGCONT:
+    following, catching up on what it missed) in windows of `window_s`, so windows seconds apart are
+    compared. A control sequence in the same run keeps the TUI frozen in both kinds of window: its
+    ratio shows what this machine's noise alone does to the comparison. Each window's images/s comes
+    from the job's own steady steps inside it (batch sizes over summed step times).
+    """
     if not shutil.which("tmux"):
         return {"skipped": "tmux not installed"}
-    out = {"detached": [], "attached": [], "ui_cpu_pct": []}
+    spans = []
     with tempfile.TemporaryDirectory() as tmp:
-        for attached in (False, True, False, True):
-            store = SessionStore(Path(tmp))
-            sid = store.create()
-            cfg = defaults()
-            cfg["train"].update(epochs=epochs)
-            cfg["device"]["target"] = "CPU"
-            job = JobRunner(store).start(sid, "train", cfg)
-            ui_pid = None
-            if attached:
-                subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
-                subprocess.run(["tmux", "new-session", "-d", "-s", "wbbench", "-x", "120", "-y", "36",
-                                "%s -m workbench --sessions %s attach %s" % (sys.executable, tmp, sid)], check=True)
-                time.sleep(2)
-                subprocess.run(["tmux", "send-keys", "-t", "wbbench", "3"])
-                pane_pid = subprocess.run(["tmux", "display", "-p", "-t", "wbbench", "#{pane_pid}"],
-                                          capture_output=True, text=True).stdout.strip()
-                ui_pid = int(pane_pid) if pane_pid else None
-                t_ui0 = time.time()
-                cpu_ui0 = _proc_cpu_s(ui_pid)
-            JobRunner.wait(job, 3600)
-            if attached:
-                out["ui_cpu_pct"].append(100.0 * (_proc_cpu_s(ui_pid) - cpu_ui0) / (time.time() - t_ui0))
-                subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
-            perf = [json.loads(l) for l in open(job / "events.jsonl") if '"type":"perf"' in l]
-            out["attached" if attached else "detached"].append(perf[-1]["steady"]["images_per_s"])
-    return out
+        store = SessionStore(Path(tmp))
+        sid = store.create()
+        cfg = defaults()
+        cfg["train"].update(epochs=1000)  # stopped after the last window
+        cfg["device"]["target"] = "CPU"
+        job = JobRunner(store).start(sid, "train", cfg)
+        events = job / "events.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and not (events.exists() and '"phase":"steady"' in events.read_text()):
+            time.sleep(0.2)
+        subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
+        subprocess.run(["tmux", "new-session", "-d", "-s", "wbbench", "-x", "120", "-y", "36",
+                        "exec %s -m workbench --sessions %s attach %s" % (sys.executable, tmp, sid)], check=True)
+        time.sleep(1)
+        ui_pid, server_pid = _tmux_int("#{pane_pid}"), _tmux_int("#{pid}")
+        try:
+            subprocess.run(["tmux", "send-keys", "-t", "wbbench", "3"])
+            _settled(ui_pid)
+            for sequence in ("ui", "control"):
+                for k in range(windows):
+                    running = k % 2 == 1 and sequence == "ui"
+                    os.kill(ui_pid, signal.SIGCONT if running else signal.SIGSTOP)
+                    t0, ui0, tmux0 = time.time(), _proc_cpu_s(ui_pid), _proc_cpu_s(server_pid)
+                    time.sleep(window_s)
+                    t1 = time.time()
+                    spans.append({"sequence": sequence, "attached": k % 2 == 1, "t0": t0, "t1": t1,
+                                  "ui_cpu_pct": 100.0 * (_proc_cpu_s(ui_pid) - ui0) / (t1 - t0),
+                                  "tmux_cpu_pct": 100.0 * (_proc_cpu_s(server_pid) - tmux0) / (t1 - t0)})
+        finally:
+            os.kill(ui_pid, signal.SIGCONT)
+            subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
+            JobRunner.cancel(job)
+            JobRunner.wait(job, 60)
+        steps = [json.loads(line) for line in open(events) if '"phase":"steady"' in line]
+    for span in spans:
+        inside = [e for e in steps if span["t0"] <= e["t"] < span["t1"]]
+        ms = sum(e["step_ms"] for e in inside)
+        span["steps"] = len(inside)
+        span["images_per_s"] = 1000.0 * sum(e["batch_size"] for e in inside) / ms if ms else 0.0
+    return {"spans": spans}
+
+
+def _settled(pid, below_pct: float = 30.0, limit_s: float = 10.0) -> None:
+    """Wait until the UI has started and caught up (a 0.5 s sample under `below_pct`): following, not starting."""
+    end = time.time() + limit_s
+    while time.time() < end:
+        c0 = _proc_cpu_s(pid)
+        time.sleep(0.5)
+        if 100.0 * (_proc_cpu_s(pid) - c0) / 0.5 < below_pct:
+            return
+
+
+def _tmux_int(fmt: str):
+    out = subprocess.run(["tmux", "display", "-p", "-t", "wbbench", fmt], capture_output=True, text=True).stdout.strip()
+    return int(out) if out.isdigit() else None
 
 
 def _proc_cpu_s(pid) -> float:
@@ -150,8 +187,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--no-train", action="store_true", help="skip the tmux training comparison")
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--train-only", action="store_true", help="only the tmux training comparison")
+    parser.add_argument("--windows", type=int, default=61, help="alternating windows (frozen first and last)")
+    parser.add_argument("--window-s", type=float, default=1.0, help="length of each window")
     args = parser.parse_args()
+    if args.train_only:
+        return print_training(tmux_training(args.windows, args.window_s))
     print("| drill rate (events/s) | screen | ingested/s | UI CPU % | key p50 ms | key p95 ms |")
     print("|---|---|---|---|---|---|")
     for rate in (100, 1000, 10000):
@@ -162,18 +203,39 @@ def main() -> int:
     b = asyncio.run(burst(200_000))
     print("\nburst: %d events ingested in %.2f s = %.0f events/s (goal >= 20 000)" % (b["events"], b["seconds"], b["per_s"]))
     if not args.no_train:
-        t = tmux_training(args.epochs)
-        if "skipped" in t:
-            print("training comparison skipped: %s" % t["skipped"])
-        else:
-            det, att = statistics.mean(t["detached"]), statistics.mean(t["attached"])
-            print("\n| training, steady images/s | runs | mean |")
-            print("|---|---|---|")
-            print("| detached | %s | %.0f |" % (", ".join("%.0f" % v for v in t["detached"]), det))
-            print("| TUI attached (tmux, Training screen) | %s | %.0f |" % (", ".join("%.0f" % v for v in t["attached"]), att))
-            print("| ratio attached / detached | | %.3f (goal >= 0.97) |" % (att / det))
-            print("| UI process CPU while following | %s | %.1f %% of a core (goal <= 15 %%) |" % (
-                ", ".join("%.1f" % v for v in t["ui_cpu_pct"]), statistics.mean(t["ui_cpu_pct"])))
+        print_training(tmux_training(args.windows, args.window_s))
+    return 0
+
+
+def _ratios(spans: list) -> list:
+    """Each odd window's images/s over the mean of its two neighbours."""
+    return [s["images_per_s"] / statistics.mean([spans[i - 1]["images_per_s"], spans[i + 1]["images_per_s"]])
+            for i, s in enumerate(spans) if s["attached"] and i + 1 < len(spans)]
+
+
+def _quartiles(values: list) -> str:
+    q = statistics.quantiles(values, n=4) if len(values) >= 2 else [values[0]] * 3
+    return "median %.3f (quartiles %.3f–%.3f, n=%d)" % (q[1], q[0], q[2], len(values))
+
+
+def print_training(t: dict) -> int:
+    """The following-vs-frozen table, with the frozen-vs-frozen control next to it."""
+    if "skipped" in t:
+        print("training comparison skipped: %s" % t["skipped"])
+        return 0
+    ui = [s for s in t["spans"] if s["sequence"] == "ui"]
+    control = [s for s in t["spans"] if s["sequence"] == "control"]
+    following = [s for s in ui if s["attached"]]
+    frozen = [s for s in ui if not s["attached"]]
+    print("\n| one training run, %d-s windows | steady images/s, mean | ratio to the neighbouring windows |" % round(
+        ui[0]["t1"] - ui[0]["t0"]))
+    print("|---|---|---|")
+    print("| TUI frozen (SIGSTOP) | %.0f | |" % statistics.mean(s["images_per_s"] for s in frozen))
+    print("| TUI following (tmux, Training screen) | %.0f | %s (goal >= 0.97) |" % (
+        statistics.mean(s["images_per_s"] for s in following), _quartiles(_ratios(ui))))
+    print("| control: TUI frozen in both kinds of window | | %s |" % _quartiles(_ratios(control)))
+    print("\nUI process CPU while following: %.1f %% of a core (goal <= 15 %%); tmux server meanwhile: %.1f %%" % (
+        statistics.mean(s["ui_cpu_pct"] for s in following), statistics.mean(s["tmux_cpu_pct"] for s in following)))
     return 0
 
 

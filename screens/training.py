@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from statistics import fmean
 from typing import Any, Dict, List, Optional
 
 from rich.table import Table
@@ -9,14 +11,19 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
-from textual.widgets import Button, DataTable, Input, Select, Sparkline, Static
+from textual.widgets import Button, Input, Select, Static
 
 from screens.base import WorkbenchScreen
 from workbench.views.training import TrainingView
 from workbench.widgets.confusion import SHORT_NAMES, ConfusionGrid
 from workbench.widgets.evidence import badge
+from workbench.widgets.panel import Panel
+from workbench.widgets.spark import Spark
+from workbench.widgets.textgrid import text_grid
 
 SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
+EPOCH_ROWS = 12  # epochs shown (the latest, and the best when it is older)
+LIVE_PERF_S = 1.0  # the live step-time figures before the first perf event change at most this often
 
 
 def _f(value: Any, fmt: str, unit: str = "") -> str:
@@ -75,22 +82,18 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
     return t
 
 
-def per_class_table(val: Dict[str, Any], plain: bool) -> Table:
+def per_class_table(val: Dict[str, Any], plain: bool) -> Text:
     """Precision, recall, F1 and support per class; the weakest class highlighted."""
     rows = val.get("per_class") or []
-    t = Table(box=None, padding=(0, 1), header_style="bold", show_edge=False)
-    for name in ("class", "P", "R", "F1", "n"):
-        t.add_column(name, justify="right" if name != "class" else "left")
-    if not rows:
-        return t
     f1 = [r.get("f1", 1.0) for r in rows]
-    weakest = f1.index(min(f1)) if min(f1) < max(f1) else None  # no highlight when all classes tie
+    weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None  # no highlight when all classes tie
+    cells = []
     for i, r in enumerate(rows):
         style = ("reverse" if plain else "bold red") if i == weakest else ""
-        t.add_row(Text(SHORT_NAMES[i] if i < len(SHORT_NAMES) else str(i), style=style),
-                  "%.3f" % r.get("precision", 0), "%.3f" % r.get("recall", 0), Text("%.3f" % r.get("f1", 0), style=style),
-                  str(r.get("support", "")))
-    return t
+        cells.append([Text(SHORT_NAMES[i] if i < len(SHORT_NAMES) else str(i), style=style),
+                      "%.3f" % r.get("precision", 0), "%.3f" % r.get("recall", 0),
+                      Text("%.3f" % r.get("f1", 0), style=style), str(r.get("support", ""))])
+    return text_grid(["class", "P", "R", "F1", "n"], cells, [7, 5, 5, 5, 5], [False, True, True, True, True])
 
 
 def profile_table(profile: Dict[str, Any]) -> Optional[Table]:
@@ -107,6 +110,28 @@ def profile_table(profile: Dict[str, Any]) -> Optional[Table]:
                   _f(op.get("total_ms"), "%.2f"), _f(op.get("mean_us"), "%.1f"), _f(op.get("share"), "%.1f%%") if
                   op.get("share") is None or op.get("share") > 1 else _f(100 * op.get("share"), "%.1f%%"))
     return t
+
+
+def epochs_table(view: TrainingView, plain: bool, rows: int = EPOCH_ROWS) -> Text:
+    """The latest epochs (the best one kept on top when it scrolled out), one row each."""
+    best = view.best
+    shown = view.epochs[-rows:]
+    if best is not None and best not in shown:
+        shown = [best] + shown[1:]
+    cells, styles = [], []
+    for ev in shown:
+        val = ev.get("val") or {}
+        cells.append([str(ev.get("epoch")), _f(ev.get("train_loss"), "%.4f"), _f(val.get("accuracy"), "%.4f"),
+                      _f(val.get("macro_f1"), "%.4f"), _f(ev.get("epoch_s"), "%.1f"), "★" if ev is best else ""])
+        styles.append(("reverse" if plain else "bold") if ev is best else "")
+    text = text_grid(["epoch", "train loss", "val acc", "macro-F1", "epoch s", "best"], cells,
+                     [5, 10, 7, 8, 7, 4], [False, True, True, True, True, False], row_styles=styles)
+    earlier = len(view.epochs) - len(shown)
+    if not view.epochs:
+        text.append("\nno epoch ended yet", style="dim")
+    elif earlier:
+        text.append("\n%d earlier epoch%s in the session record" % (earlier, "" if earlier == 1 else "s"), style="dim")
+    return text
 
 
 class TrainingScreen(WorkbenchScreen):
@@ -138,17 +163,15 @@ class TrainingScreen(WorkbenchScreen):
             with Horizontal(id="charts"):
                 with Vertical(id="curves"):
                     yield Static("loss", id="loss-label", classes="chart-label")
-                    yield Sparkline([], id="loss")
+                    yield Spark(id="loss", summary=fmean)
                     yield Static("step ms", id="step-label", classes="chart-label")
-                    yield Sparkline([], id="steps")
-                yield Static("", id="perf")
+                    yield Spark(id="steps")
+                yield Panel("", id="perf")
             with Horizontal(id="tables"):
-                table = DataTable(id="epochs", cursor_type="row", zebra_stripes=True)
-                table.add_columns("epoch", "train loss", "val acc", "macro-F1", "epoch s", "best")
-                yield table
+                yield Panel(epochs_table(self.view, False), id="epochs")
                 with Vertical(id="matrix-box"):
                     yield ConfusionGrid(id="matrix")
-                    yield Static("", id="perclass")
+                    yield Panel("", id="perclass")
             yield Static("", id="profile")
 
     def on_resize(self, event) -> None:
@@ -227,8 +250,8 @@ class TrainingScreen(WorkbenchScreen):
                     text.append("\nhint: " + str(view.error["hint"]), style="yellow")
                 error.update(text)
         if self._changed("curves", (view.jid, view.steps_seen)):
-            self.query_one("#loss", Sparkline).data = list(view.loss)
-            self.query_one("#steps", Sparkline).data = list(view.step_ms)[-SPARK_POINTS:]
+            self.query_one("#loss", Spark).data = view.loss
+            self.query_one("#steps", Spark).data = list(view.step_ms)[-SPARK_POINTS:]
             last_loss = view.last_step.get("loss") if view.last_step else None
             self.query_one("#loss-label", Static).update("loss, whole run (%d step%s a point)  last %s  min %s" % (
                 view.loss.per_point, "" if view.loss.per_point == 1 else "s", _f(last_loss, "%.4f"),
@@ -239,17 +262,20 @@ class TrainingScreen(WorkbenchScreen):
                     _f(view.step_ms[-1] if view.step_ms else None, "%.2f")), layout=False)
         perf_key = (view.jid, id(view.perf), plain, tuple((k, c.get("status")) for k, c in view.checks.items()),
                     tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,
-                    None if view.perf else view.steps_seen // 50)
+                    None if view.perf else int(time.monotonic() / LIVE_PERF_S))
         if self._changed("perf", perf_key):
-            self.query_one("#perf", Static).update(perf_panel(view, plain), layout=False)
-        if self._changed("epochs", (view.jid, len(view.epochs), plain, id(view.result))):
-            self._epochs(view)
+            self.query_one("#perf", Panel).update(perf_panel(view, plain), layout=False)
+        if self._changed("epochs", (view.jid, len(view.epochs), plain)):
+            # Fixed-size panels updated without layout=True: a reflow repaints the whole screen.
+            self.query_one("#epochs", Panel).update(epochs_table(view, plain), layout=False)
             val = view.latest_val
             rows = val.get("per_class") or []
             f1 = [r.get("f1", 1.0) for r in rows]
             weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None
-            self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest)
-            self.query_one("#perclass", Static).update(per_class_table(val, plain) if rows else "")
+            self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest,
+                                                          layout=False)
+            self.query_one("#perclass", Panel).update(per_class_table(val, plain) if rows else "", layout=False)
+        if self._changed("profile", (view.jid, id(view.result))):
             prof = profile_table((view.result or {}).get("profile") or {})
             self.query_one("#profile", Static).update(prof if prof is not None else "")
 
@@ -278,19 +304,3 @@ class TrainingScreen(WorkbenchScreen):
             line.append("  test set evaluated %d×" % view.test_count(), style="yellow" if view.test_count() > 1 else "")
         return line
 
-    def _epochs(self, view: TrainingView) -> None:
-        table = self.query_one("#epochs", DataTable)
-        keys = {str(k.value) for k in table.rows}
-        if view.jid and any(not k.startswith(view.jid + ":") for k in keys):
-            table.clear()
-            keys = set()
-        best = view.best
-        for ev in view.epochs:
-            key = "%s:%s" % (view.jid, ev.get("epoch"))
-            val = ev.get("val") or {}
-            cells = (str(ev.get("epoch")), _f(ev.get("train_loss"), "%.4f"), _f(val.get("accuracy"), "%.4f"),
-                     _f(val.get("macro_f1"), "%.4f"), _f(ev.get("epoch_s"), "%.1f"), "★" if ev is best else "")
-            if key in keys:
-                table.update_cell(key, table.ordered_columns[-1].key, cells[-1])
-            else:
-                table.add_row(*cells, key=key)

@@ -18,7 +18,8 @@ from workbench.runner import JobRunner, RunnerError
 from workbench.session import SessionStore
 from workbench.tracker import JobTracker
 
-POLL_S = 0.05
+POLL_S = 0.05  # poll interval while events arrive
+POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
 
 
 def build_views() -> Dict[str, Any]:
@@ -88,6 +89,7 @@ class WorkbenchApp(App):
         self.cfg = cfg
         self.argv = list(argv or sys.argv)
         self.poll_s = poll_s
+        self._poll_delay = poll_s
         self.device = resolve(cfg["device"]["target"], cfg["device"]["id"])
         self.low_bandwidth = bool(cfg["ui"]["low_bandwidth"])
         self.views = build_views()
@@ -103,14 +105,21 @@ class WorkbenchApp(App):
     def on_mount(self) -> None:
         if self.low_bandwidth:
             self.theme = "ansi-dark"
-        self.poll_jobs()
-        self.set_interval(self.poll_s, self.poll_jobs)
+        self._poll_tick()
 
-    def poll_jobs(self) -> None:
-        """Read what every job wrote since the last poll and fold it into the models (one batch)."""
+    def _poll_tick(self) -> None:
+        """Poll, then schedule the next poll: soon while events arrive, backing off while idle."""
+        if self.poll_jobs():
+            self._poll_delay = self.poll_s
+        else:
+            self._poll_delay = min(max(self.poll_s, POLL_IDLE_S), 2 * self._poll_delay)
+        self.set_timer(self._poll_delay, self._poll_tick)
+
+    def poll_jobs(self) -> bool:
+        """Read what every job wrote since the last poll and fold it into the models (one batch); True if any."""
         batch = self.tracker.poll()
         if not batch:
-            return
+            return False
         for job, events in batch.events:
             self.events_ingested += len(events)
             for view in self.views.values():
@@ -120,6 +129,7 @@ class WorkbenchApp(App):
             for view in self.views.values():
                 if view.wants(job.kind):
                     view.job_changed(job)
+        return True
 
     def ensure_session(self) -> str:
         """The session id, creating the session on first use."""

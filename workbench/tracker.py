@@ -24,6 +24,7 @@ class TrackedJob:
     status: JobStatus
     events: int = 0
     checked_at: float = 0.0
+    drained: bool = False  # ended and read to the end after it ended: nothing more can arrive
 
     @property
     def jid(self) -> str:
@@ -88,6 +89,10 @@ class JobTracker:
             self._scan(batch)
             self._scanned_at = now
         for job in self.ordered():
+            if job.drained:
+                continue
+            if job.status.done:
+                job.drained = True  # this read comes after the end was seen, so it is the last one needed
             events = job.reader.read_new()
             if events:
                 job.events += len(events)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -42,6 +43,11 @@ def make_recorded_session(root: Path, jobs: Iterable[Tuple[str, str, Any, Option
         if exit_record is not None:
             (job_dir / "exit.json").write_text(json.dumps(exit_record))
     return sid
+
+
+def mark_running(job_dir: Path) -> None:
+    """Make a recorded job look alive (its supervisor pid is this test process), so appended events count."""
+    (Path(job_dir) / "pids.json").write_text(json.dumps({"supervisor": os.getpid(), "job": os.getpid()}))
 
 
 async def wait_ingested(pilot, app, settle_polls: int = 4, timeout_s: float = 20.0) -> None:

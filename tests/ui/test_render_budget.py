@@ -4,7 +4,7 @@ import json
 
 from textual.binding import Binding
 
-from tests.ui.recorded import make_recorded_session, until
+from tests.ui.recorded import make_recorded_session, mark_running, until
 from workbench.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.protocol import encode
@@ -33,6 +33,7 @@ async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
                "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
     sid = make_recorded_session(tmp_path, [("train-001", "train", [started], None)])
     events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
+    mark_running(events.parent)
     app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")
@@ -54,6 +55,7 @@ async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
 async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
     sid = make_recorded_session(tmp_path, [("drill-001", "drill", [], None)])
     events = tmp_path / sid / "jobs" / "drill-001" / "events.jsonl"
+    mark_running(events.parent)
     app = ProbeApp(SessionStore(tmp_path), sid, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("6")

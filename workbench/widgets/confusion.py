@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
-from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
+from workbench.widgets.panel import Panel
+from workbench.widgets.textgrid import text_grid
 
 SHORT_NAMES = ["T-shirt", "Trouser", "Pullovr", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Boot"]
 
@@ -25,29 +25,27 @@ def _shade(value: int, row_total: int, diagonal: bool, plain: bool) -> str:
 
 
 def confusion_table(matrix: Sequence[Sequence[int]], names: Sequence[str] = SHORT_NAMES, plain: bool = False,
-                    weakest: Optional[int] = None) -> Table:
-    """A rich Table of the matrix; off-diagonal cells redder the larger their share of the row."""
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    table.add_column("true\\pred", no_wrap=True)
-    for j in range(len(matrix)):
-        table.add_column(str(j), justify="right", no_wrap=True)
+                    weakest: Optional[int] = None) -> Text:
+    """The matrix as fixed columns; off-diagonal cells redder the larger their share of the row."""
+    n = len(matrix)
+    width = max([len(str(v)) for row in matrix for v in row] + [len(str(n - 1))])
+    rows = []
     for i, row in enumerate(matrix):
         total = sum(row)
-        label = Text("%d %s" % (i, names[i] if i < len(names) else i),
-                     style="bold reverse" if weakest == i else "")
-        cells: List[Text] = [Text(str(v), style=_shade(int(v), total, i == j, plain)) for j, v in enumerate(row)]
-        table.add_row(label, *cells)
-    return table
+        label = Text("%d %s" % (i, names[i] if i < len(names) else i), style="bold reverse" if weakest == i else "")
+        rows.append([label] + [Text(str(v), style=_shade(int(v), total, i == j, plain)) for j, v in enumerate(row)])
+    return text_grid(["true\\pred"] + [str(j) for j in range(n)], rows, [10] + [width] * n, [False] + [True] * n)
 
 
-class ConfusionGrid(Static):
+class ConfusionGrid(Panel):
     """Shows the latest confusion matrix, or a placeholder until the first epoch ends."""
 
     DEFAULT_CSS = "ConfusionGrid { height: auto; }"
 
-    def show(self, matrix: Optional[Sequence[Sequence[int]]], plain: bool = False, weakest: Optional[int] = None) -> None:
-        """Redraw from a matrix (None: nothing yet)."""
+    def show(self, matrix: Optional[Sequence[Sequence[int]]], plain: bool = False, weakest: Optional[int] = None,
+             layout: bool = True) -> None:
+        """Redraw from a matrix (None: nothing yet); layout=False when the grid's height is fixed."""
         if not matrix:
-            self.update(Text("confusion matrix after the first epoch", style="dim"))
+            self.update(Text("confusion matrix after the first epoch", style="dim"), layout=layout)
         else:
-            self.update(confusion_table(matrix, plain=plain, weakest=weakest))
+            self.update(confusion_table(matrix, plain=plain, weakest=weakest), layout=layout)
