@@ -105,7 +105,7 @@ async def burst(n_events: int) -> dict:
     return {"events": n_events, "seconds": wall, "per_s": n_events / wall}
 
 
-def tmux_training(windows: int, window_s: float) -> dict:
+def tmux_training(windows: int, window_s: float, ui_nice: int) -> dict:
     """One long real training run followed by the TUI in tmux (Training screen), in alternating windows.
 
     The TUI starts once and is then frozen (SIGSTOP: no CPU, as if detached) and thawed (SIGCONT:
@@ -130,7 +130,8 @@ def tmux_training(windows: int, window_s: float) -> dict:
             time.sleep(0.2)
         subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
         subprocess.run(["tmux", "new-session", "-d", "-s", "wbbench", "-x", "120", "-y", "36",
-                        "exec %s -m workbench --sessions %s attach %s" % (sys.executable, tmp, sid)], check=True)
+                        "exec %s -m workbench --sessions %s --set ui.nice=%d attach %s" % (
+                            sys.executable, tmp, ui_nice, sid)], check=True)
         time.sleep(1)
         ui_pid, server_pid = _tmux_int("#{pane_pid}"), _tmux_int("#{pid}")
         try:
@@ -157,7 +158,7 @@ def tmux_training(windows: int, window_s: float) -> dict:
         ms = sum(e["step_ms"] for e in inside)
         span["steps"] = len(inside)
         span["images_per_s"] = 1000.0 * sum(e["batch_size"] for e in inside) / ms if ms else 0.0
-    return {"spans": spans}
+    return {"spans": spans, "ui_nice": ui_nice}
 
 
 def _settled(pid, below_pct: float = 30.0, limit_s: float = 10.0) -> None:
@@ -190,9 +191,10 @@ def main() -> int:
     parser.add_argument("--train-only", action="store_true", help="only the tmux training comparison")
     parser.add_argument("--windows", type=int, default=61, help="alternating windows (frozen first and last)")
     parser.add_argument("--window-s", type=float, default=1.0, help="length of each window")
+    parser.add_argument("--ui-nice", type=int, default=defaults()["ui"]["nice"], help="ui.nice of the followed TUI")
     args = parser.parse_args()
     if args.train_only:
-        return print_training(tmux_training(args.windows, args.window_s))
+        return print_training(tmux_training(args.windows, args.window_s, args.ui_nice))
     print("| drill rate (events/s) | screen | ingested/s | UI CPU % | key p50 ms | key p95 ms |")
     print("|---|---|---|---|---|---|")
     for rate in (100, 1000, 10000):
@@ -203,7 +205,7 @@ def main() -> int:
     b = asyncio.run(burst(200_000))
     print("\nburst: %d events ingested in %.2f s = %.0f events/s (goal >= 20 000)" % (b["events"], b["seconds"], b["per_s"]))
     if not args.no_train:
-        print_training(tmux_training(args.windows, args.window_s))
+        print_training(tmux_training(args.windows, args.window_s, args.ui_nice))
     return 0
 
 
@@ -234,8 +236,9 @@ def print_training(t: dict) -> int:
     print("| TUI following (tmux, Training screen) | %.0f | %s (goal >= 0.97) |" % (
         statistics.mean(s["images_per_s"] for s in following), _quartiles(_ratios(ui))))
     print("| control: TUI frozen in both kinds of window | | %s |" % _quartiles(_ratios(control)))
-    print("\nUI process CPU while following: %.1f %% of a core (goal <= 15 %%); tmux server meanwhile: %.1f %%" % (
-        statistics.mean(s["ui_cpu_pct"] for s in following), statistics.mean(s["tmux_cpu_pct"] for s in following)))
+    print("\nUI process CPU while following (ui.nice=%d): %.1f %% of a core (goal <= 15 %%); tmux server meanwhile: %.1f %%"
+          % (t["ui_nice"], statistics.mean(s["ui_cpu_pct"] for s in following),
+             statistics.mean(s["tmux_cpu_pct"] for s in following)))
     return 0
 
 

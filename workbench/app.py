@@ -14,6 +14,7 @@ from textual.widgets import Button, Label
 
 from workbench.config import ConfigError, merge
 from workbench.device import resolve
+from workbench.priority import Launcher
 from workbench.runner import JobRunner, RunnerError
 from workbench.session import SessionStore
 from workbench.tracker import JobTracker
@@ -81,7 +82,7 @@ class WorkbenchApp(App):
     ]
 
     def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
-                 argv: Optional[List[str]] = None, poll_s: float = POLL_S):
+                 argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None):
         self.MODES = {name: _lazy_screen(path) for name, path in self.MODES.items()}
         super().__init__()
         self.store = store
@@ -96,6 +97,7 @@ class WorkbenchApp(App):
         self.tracker: JobTracker = JobTracker(store, sid)
         self.events_ingested = 0
         self.runner = JobRunner(store)
+        self.launcher = launcher  # starts jobs from a thread at the original priority when the UI is niced
 
     @property
     def refresh_hz(self) -> float:
@@ -145,8 +147,12 @@ class WorkbenchApp(App):
         cfg = copy.deepcopy(self.cfg)
         try:
             merge(cfg, overrides or {}, "the %s screen" % kind)
-            job_dir = self.runner.start(self.ensure_session(), kind, cfg,
-                                        command=["ms-workbench (tui)", "run", kind] + _as_sets(overrides or {}))
+            args = (self.ensure_session(), kind, cfg)
+            command = ["ms-workbench (tui)", "run", kind] + _as_sets(overrides or {})
+            if self.launcher is not None:
+                job_dir = self.launcher.call(self.runner.start, *args, command=command)
+            else:
+                job_dir = self.runner.start(*args, command=command)
         except (ConfigError, RunnerError) as exc:
             self.notify(str(exc), title="cannot start %s" % kind, severity="error", timeout=10)
             return None

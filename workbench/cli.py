@@ -196,7 +196,10 @@ def open_app(args, sid: Optional[str]) -> int:
             return USAGE_ERROR
     if getattr(args, "low_bandwidth", False):
         cfg["ui"]["low_bandwidth"] = True
-    app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv)
+    from workbench.priority import lower_ui_priority
+
+    launcher = lower_ui_priority(int(cfg["ui"]["nice"]))  # jobs keep the priority; the UI yields to them
+    app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv, launcher=launcher)
     app.run()
     return 0
 

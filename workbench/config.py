@@ -157,6 +157,7 @@ SCHEMA: Dict[str, Any] = {
     "ui": {
         "refresh_hz": _f(4.0, float, int, min=0.5, max=30),
         "low_bandwidth": _f(False, bool),
+        "nice": _f(10, int, min=0, max=19),  # added to the TUI's nice value; jobs it starts are not niced
     },
     "drill": {
         "steps": _f(20, int, min=0),
