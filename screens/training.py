@@ -22,7 +22,7 @@ from workbench.widgets.spark import Spark
 from workbench.widgets.textgrid import text_grid
 
 SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
-EPOCH_ROWS = 12  # epochs shown (the latest, and the best when it is older)
+EPOCH_ROWS = 12  # epochs shown before the panel has a size (the latest, and the best when it is older)
 LIVE_PERF_S = 1.0  # the live step-time figures before the first perf event change at most this often
 
 
@@ -265,9 +265,11 @@ class TrainingScreen(WorkbenchScreen):
                     None if view.perf else int(time.monotonic() / LIVE_PERF_S))
         if self._changed("perf", perf_key):
             self.query_one("#perf", Panel).update(perf_panel(view, plain), layout=False)
-        if self._changed("epochs", (view.jid, len(view.epochs), plain)):
+        epochs = self.query_one("#epochs", Panel)
+        rows = max(1, epochs.size.height - 2) if epochs.size.height else EPOCH_ROWS  # header and a note line
+        if self._changed("epochs", (view.jid, len(view.epochs), plain, rows)):
             # Fixed-size panels updated without layout=True: a reflow repaints the whole screen.
-            self.query_one("#epochs", Panel).update(epochs_table(view, plain), layout=False)
+            epochs.update(epochs_table(view, plain, rows), layout=False)
             val = view.latest_val
             rows = val.get("per_class") or []
             f1 = [r.get("f1", 1.0) for r in rows]
