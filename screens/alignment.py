@@ -13,7 +13,7 @@ from textual.widgets import Button, DataTable, Input, Select, Static
 
 from screens.base import WorkbenchScreen
 from workbench.config import PRECISIONS, TARGETS
-from workbench.data import CLASS_NAMES
+from workbench.fashion import CLASS_NAMES
 from workbench.views.alignment import (ROLE, SIDES, AlignmentView, dtype_text, formula_lines, hist_rows, num,
                                        percent, shape_text)
 from workbench.widgets.evidence import badge

@@ -14,7 +14,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from screens.base import WorkbenchScreen
-from workbench.data.dataset import NUM_CLASSES
+from workbench.fashion import NUM_CLASSES
 from workbench.views.data import DataView
 from workbench.widgets.evidence import badge
 from workbench.widgets.pixels import HalfBlockImage

@@ -24,3 +24,11 @@ def test_jobs_kit_does_not_import_ui():
             "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'rich', 'yaml'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_first_screen_starts_without_numpy():
+    """numpy costs ~0.15 s of start-up: the UI imports it when a preview or an export needs it."""
+    code = ("import sys, json\nimport workbench.app, workbench.cli, screens.environment\n"
+            "print(json.dumps('numpy' in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is False

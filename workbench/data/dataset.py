@@ -8,21 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-# Official label order of Fashion-MNIST (index = label value).
-CLASS_NAMES = (
-    "T-shirt/top",
-    "Trouser",
-    "Pullover",
-    "Dress",
-    "Coat",
-    "Sandal",
-    "Shirt",
-    "Sneaker",
-    "Bag",
-    "Ankle boot",
-)
-NUM_CLASSES = len(CLASS_NAMES)
-IMAGE_HW = (28, 28)
+from workbench.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple
 
-import numpy as np
-
-from workbench.data.dataset import CLASS_NAMES, IMAGE_HW, NUM_CLASSES
+from workbench.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES
 from workbench.views import View
+
+if TYPE_CHECKING:
+    import numpy as np  # numpy is imported when a preview is read, not at UI start-up
 
 LOG_LINES = 50
 
@@ -24,11 +25,15 @@ class Preview:
 
     def of_class(self, cls: int) -> List[Tuple[int, np.ndarray]]:
         """(official train index, 28×28 uint8 pixels) of every preview image of one class."""
+        import numpy as np
+
         return [(int(self.indices[i]), self.images[i]) for i in np.flatnonzero(self.labels == cls)]
 
 
 def read_preview(path: Any) -> Preview:
     """Load a preview.npz written by the data job; ValueError naming the file when it is not one."""
+    import numpy as np
+
     try:
         with np.load(str(path), allow_pickle=False) as npz:
             images, labels, indices = npz["images"], npz["labels"], npz["indices"]
