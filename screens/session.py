@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -56,6 +56,7 @@ class SessionScreen(WorkbenchScreen):
         self.selected: Optional[str] = None
         self._shown = ("", 0)  # (jid, lines written) already in the events log
         self._stderr_size = -1
+        self._cells: Dict[str, tuple] = {}  # jid -> cells last written to the jobs table
 
     def compose_body(self) -> ComposeResult:
         table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
@@ -77,11 +78,14 @@ class SessionScreen(WorkbenchScreen):
             label = row.state + (": " + row.reason if row.reason else "")
             cells = (row.jid, "[%s]%s[/]" % (style, label) if style else label, _dur(row.duration_s),
                      row.device, str(row.events))
-            if row.jid in table.rows:
-                for col, value in zip(table.columns, cells):
-                    table.update_cell(row.jid, col, value)
-            else:
+            before = self._cells.get(row.jid)
+            if before is None:
                 table.add_row(*cells, key=row.jid)
+            else:
+                for col, value, old in zip(table.columns, cells, before):
+                    if value != old:  # an unchanged cell costs a repaint too
+                        table.update_cell(row.jid, col, value)
+            self._cells[row.jid] = cells
         if self.selected is None and view.rows:
             self.selected = view.ordered()[-1].jid
         self._show_selected(view)
@@ -89,9 +93,9 @@ class SessionScreen(WorkbenchScreen):
     def _show_selected(self, view: SessionView) -> None:
         row = view.rows.get(self.selected or "")
         if row is None:
-            self.query_one("#selected", Static).update("no jobs yet: start one from another screen, or `ms-workbench run`")
+            self._selected_line("no jobs yet: start one from another screen, or `ms-workbench run`")
             return
-        self.query_one("#selected", Static).update("%s — %s" % (row.jid, row.state + (": " + row.reason if row.reason else "")))
+        self._selected_line("%s — %s" % (row.jid, row.state + (": " + row.reason if row.reason else "")))
         log = self.query_one("#events", Log)
         jid, written = self._shown
         if jid != row.jid:
@@ -110,6 +114,12 @@ class SessionScreen(WorkbenchScreen):
                 err = self.query_one("#stderr", Log)
                 err.clear()
                 err.write(stderr_tail(path) or "(empty)")
+
+    def _selected_line(self, text: str) -> None:
+        """The one-line header of the selected job; written only when it changed, without a reflow."""
+        if text != getattr(self, "_selected_text", None):
+            self._selected_text = text
+            self.query_one("#selected", Static).update(text, layout=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value if event.row_key else None
