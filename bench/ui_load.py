@@ -2,9 +2,10 @@
 
 Headless part: the real app (Textual's headless driver) follows a drill job writing 100, 1 000
 and 10 000 events/s, and a pre-written burst file; a key binding is pressed every 100 ms and the
-time until its handler runs is recorded. tmux part: the real `ms-workbench` in a terminal follows
-a real training job; the job's steady images/s with the TUI attached is compared with the same
-job detached, in the same run (alternating, so drift hits both).
+time until its handler runs is recorded. tmux part: the real `ms-workbench attach` follows one
+long real training job and is frozen and thawed in alternating windows; the job's steady images/s
+while the TUI follows is compared with the frozen windows either side, next to a frozen-vs-frozen
+control that shows the machine's noise.
 """
 
 from __future__ import annotations
@@ -128,14 +129,14 @@ def tmux_training(windows: int, window_s: float, ui_nice: int) -> dict:
         deadline = time.time() + 120
         while time.time() < deadline and not (events.exists() and '"phase":"steady"' in events.read_text()):
             time.sleep(0.2)
-        subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
-        subprocess.run(["tmux", "new-session", "-d", "-s", "wbbench", "-x", "120", "-y", "36",
+        subprocess.run(["tmux", "-L", "wbbench", "kill-session", "-t", "wbbench"], capture_output=True)
+        subprocess.run(["tmux", "-L", "wbbench", "new-session", "-d", "-s", "wbbench", "-x", "120", "-y", "36",
                         "exec %s -m workbench --sessions %s --set ui.nice=%d attach %s" % (
                             sys.executable, tmp, ui_nice, sid)], check=True)
         time.sleep(1)
         ui_pid, server_pid = _tmux_int("#{pane_pid}"), _tmux_int("#{pid}")
         try:
-            subprocess.run(["tmux", "send-keys", "-t", "wbbench", "3"])
+            subprocess.run(["tmux", "-L", "wbbench", "send-keys", "-t", "wbbench", "3"])
             _settled(ui_pid)
             for sequence in ("ui", "control"):
                 for k in range(windows):
@@ -149,7 +150,7 @@ def tmux_training(windows: int, window_s: float, ui_nice: int) -> dict:
                                   "tmux_cpu_pct": 100.0 * (_proc_cpu_s(server_pid) - tmux0) / (t1 - t0)})
         finally:
             os.kill(ui_pid, signal.SIGCONT)
-            subprocess.run(["tmux", "kill-session", "-t", "wbbench"], capture_output=True)
+            subprocess.run(["tmux", "-L", "wbbench", "kill-session", "-t", "wbbench"], capture_output=True)
             JobRunner.cancel(job)
             JobRunner.wait(job, 60)
         steps = [json.loads(line) for line in open(events) if '"phase":"steady"' in line]
@@ -172,7 +173,7 @@ def _settled(pid, below_pct: float = 30.0, limit_s: float = 10.0) -> None:
 
 
 def _tmux_int(fmt: str):
-    out = subprocess.run(["tmux", "display", "-p", "-t", "wbbench", fmt], capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(["tmux", "-L", "wbbench", "display", "-p", "-t", "wbbench", fmt], capture_output=True, text=True).stdout.strip()
     return int(out) if out.isdigit() else None
 
 
