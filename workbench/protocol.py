@@ -8,8 +8,26 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+try:  # Python 3.8+: typing.Literal; the alias is for readers and type checkers only
+    from typing import Literal
+except ImportError:  # pragma: no cover
+    Literal = None  # type: ignore
+
 VERSION = 1
-STATUSES = ("observed-pass", "observed-fail", "blocked", "not-run")
+
+
+class Evidence:
+    """The four evidence levels every check and verdict carries; use these names, never string literals."""
+
+    PASS = "observed-pass"
+    FAIL = "observed-fail"
+    BLOCKED = "blocked"
+    NOT_RUN = "not-run"
+    ALL = (PASS, FAIL, BLOCKED, NOT_RUN)
+
+
+EvidenceLevel = Literal["observed-pass", "observed-fail", "blocked", "not-run"]
+STATUSES = Evidence.ALL
 FINISHED_STATUSES = ("ok", "failed", "cancelled")
 
 # Required fields per event type (beyond v, seq, t, type). Optional fields are free.
@@ -27,6 +45,11 @@ REQUIRED: Dict[str, tuple] = {
     "finished": ("status", "error"),
 }
 KNOWN_TYPES = tuple(REQUIRED)
+
+
+def is_main(event: Dict[str, Any]) -> bool:
+    """True for events of a single-process run, of rank 0, or job-level ones (no rank)."""
+    return event.get("rank") in (None, 0)
 
 
 def _clean(value: Any) -> Any:
