@@ -6,12 +6,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, List, Optional
-
-try:  # Python 3.8+: typing.Literal; the alias is for readers and type checkers only
-    from typing import Literal
-except ImportError:  # pragma: no cover
-    Literal = None  # type: ignore
+from typing import Any, Dict, List, Literal, Optional
 
 VERSION = 1
 
