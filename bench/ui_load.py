@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from textual.binding import Binding  # noqa: E402
 
-from workbench.app import WorkbenchApp  # noqa: E402
+from screens.app import WorkbenchApp  # noqa: E402
 from workbench.config import defaults  # noqa: E402
 from workbench.protocol import encode  # noqa: E402
 from workbench.runner import JobRunner  # noqa: E402

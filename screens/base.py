@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from workbench.widgets.status_bar import StatusBar
+from screens.widgets.status_bar import StatusBar
 
 
 class WorkbenchScreen(Screen):

@@ -16,8 +16,8 @@ from textual.widgets import Input, Label, Static
 from screens.base import WorkbenchScreen
 from workbench.fashion import NUM_CLASSES
 from workbench.views.data import DataView
-from workbench.widgets.evidence import badge
-from workbench.widgets.pixels import HalfBlockImage
+from screens.widgets.evidence import badge
+from screens.widgets.pixels import HalfBlockImage
 
 BAR_CELLS = 6
 EIGHTHS = " ▏▎▍▌▋▊▉"

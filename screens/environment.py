@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 
 from screens.base import WorkbenchScreen
 from workbench.views.environment import EnvironmentView
-from workbench.widgets.evidence import badge
+from screens.widgets.evidence import badge
 
 HEALTH_STYLE = {"OK": "green", "Warning": "bold yellow"}
 MIN_DETAIL_CHARS = 16  # of the one-line detail in the table; the pane shows it whole

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Dict, Optional
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -48,6 +50,7 @@ class SessionScreen(WorkbenchScreen):
     SessionScreen #detail { height: 2fr; }
     SessionScreen #events, SessionScreen #stderr { width: 1fr; border: round $primary; }
     SessionScreen #selected { height: 1; padding: 0 1; }
+    SessionScreen #export-status { height: auto; padding: 0 1; display: none; }
     """
     BINDINGS = [Binding("x", "cancel_job", "Stop job"), Binding("e", "export_session", "Export record")]
 
@@ -57,12 +60,14 @@ class SessionScreen(WorkbenchScreen):
         self._shown = ("", 0)  # (jid, lines written) already in the events log
         self._stderr_size = -1
         self._cells: Dict[str, tuple] = {}  # jid -> cells last written to the jobs table
+        self._export_target: Optional[Path] = None  # the record folder the running export writes
 
     def compose_body(self) -> ComposeResult:
         table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         table.add_columns("job", "status", "duration", "device", "events")
         yield table
         yield Static("", id="selected")
+        yield Static("", id="export-status")
         with Horizontal(id="detail"):
             yield Log(max_lines=400, id="events")
             yield Log(max_lines=200, id="stderr")
@@ -133,18 +138,23 @@ class SessionScreen(WorkbenchScreen):
             self.app.cancel_job(self.selected)
 
     def action_export_session(self) -> None:
-        """Write the session record (report, metrics, manifest, archive)."""
+        """Write the session record (report, metrics, manifest, archive, screenshots) in a worker thread."""
         if self.app.sid is None:
             self.app.notify("nothing to export yet", severity="warning")
             return
         try:
-            from workbench.report.export import export_session
+            from screens.screenshots import shooter
+            from workbench.report.export import EXPORT_DIR, export_session
         except ImportError:
             self.app.notify("session export is not available in this build", severity="error")
             return
+        store, sid = self.app.store, self.app.sid
+        self._export_target = store.root / sid / EXPORT_DIR
+        self._export_line("writing the session record to %s ..." % self._export_target)
         self.app.notify("writing the session record ...")
-        self.run_worker(lambda: export_session(self.app.store, self.app.sid, None), thread=True,
-                        name="export-session", group="export", exclusive=True)
+        # exit_on_error=False: a failing export is shown on this screen and the TUI stays up.
+        self.run_worker(lambda: export_session(store, sid, None, screenshots=shooter(store.root, sid)), thread=True,
+                        name="export-session", group="export", exclusive=True, exit_on_error=False)
 
     def on_worker_state_changed(self, event) -> None:
         """Report the end of a session export (it runs in a thread: screenshots take seconds)."""
@@ -153,6 +163,24 @@ class SessionScreen(WorkbenchScreen):
         if event.worker.name != "export-session":
             return
         if event.state == WorkerState.SUCCESS:
+            self._export_line("session record written to %s" % event.worker.result, "green")
             self.app.notify("session record written to %s" % event.worker.result, timeout=10)
         elif event.state == WorkerState.ERROR:
-            self.app.notify("session export failed: %s" % event.worker.error, severity="error", timeout=10)
+            text = export_failure(event.worker.error, self._export_target)
+            self._export_line(text, "red")
+            self.app.notify(text, severity="error", timeout=10)
+
+    def _export_line(self, text: str, style: str = "") -> None:
+        """The export's one status line under the jobs table, hidden until the first export."""
+        line = self.query_one("#export-status", Static)
+        line.update(Text(text, style=style))
+        line.display = True
+
+
+def export_failure(error: BaseException, target: Optional[Path]) -> str:
+    """What failed and where: the error, the file it names (if any) and the record folder being written."""
+    where = getattr(error, "filename", None)
+    text = "session export failed: %s: %s" % (type(error).__name__, error)
+    if target is not None and str(where or "") != str(target):
+        text += " (writing the record to %s)" % target
+    return text

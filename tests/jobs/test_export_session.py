@@ -67,7 +67,7 @@ def test_export_while_a_job_runs_says_so_and_the_archive_is_consistent(run_cli, 
     events = job_dir / "events.jsonl"
     wait_for(lambda: events.exists() and events.read_bytes().count(b"\n") >= 10, 30, what="ten events")
     try:
-        out = export_session(SessionStore(sessions), sid, None, with_screenshots=False)
+        out = export_session(SessionStore(sessions), sid, None)
         report = read_json(out / "report.json")
         assert report["still_running"] == ["drill-001"]
         text = (out / "report.md").read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import DataTable, Select, TextArea
 
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
-from workbench.app import WorkbenchApp
+from screens.app import WorkbenchApp
 from workbench.atomic import read_json
 from workbench.config import defaults
 from workbench.protocol import EventReader, read_all

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.conftest import PROJECT_ROOT, cli_env
 from tests.ui.recorded import until
-from workbench.app import WorkbenchApp
+from screens.app import WorkbenchApp
 from workbench.atomic import write_json
 from workbench.cli import build_parser
 from workbench.config import defaults

@@ -5,7 +5,7 @@ import json
 from textual.binding import Binding
 
 from tests.ui.recorded import make_recorded_session, mark_running, until
-from workbench.app import WorkbenchApp
+from screens.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.protocol import encode
 from workbench.session import SessionStore

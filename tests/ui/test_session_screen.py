@@ -1,11 +1,19 @@
-"""Session screen snapshots: jobs with their status and reason, the selected job's events."""
+"""Session screen: snapshots of jobs with their status and reason; the `e` export, written and failing."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import os
+import shutil
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
 
-from tests.ui.recorded import OK_EXIT, make_recorded_session, wait_ingested
-from workbench.app import WorkbenchApp
+import pytest
+from textual.widgets import Static
+
+from tests.ui.recorded import OK_EXIT, make_recorded_session, until, wait_ingested
+from screens.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.session import SessionStore
 
@@ -39,3 +47,65 @@ def test_snapshot(snap_compare, tmp_path, monkeypatch, size):
         await pilot.pause(0.6)
 
     assert snap_compare(app, terminal_size=size, run_before=show)
+
+
+@contextmanager
+def unwritable(folder: Path):
+    """Make `folder` refuse new entries for real: chmod for a user; root ignores modes, so chattr +i."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    made = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True) if shutil.which("chattr") else None
+    if made is None or made.returncode != 0:
+        pytest.skip("running as root without chattr +i here: no way to make a folder unwritable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def _export_status(app) -> str:
+    widget = app.screen.query_one("#export-status", Static)
+    return widget.content.plain if widget.display else ""
+
+
+async def test_export_key_writes_the_record_with_screenshots(tmp_path):
+    sid = make_recorded_session(tmp_path, [("drill-001", "drill", _drill(20, True), OK_EXIT)])
+    app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("6")
+        await until(pilot, lambda: "drill-001" in app.views["session"].rows, what="the job listed")
+        assert not app.screen.query_one("#export-status").display  # hidden until an export: snapshots unchanged
+        await pilot.press("e")
+        await until(pilot, lambda: "session record written to" in _export_status(app), timeout_s=180,
+                    what="the export to finish")
+        out = tmp_path / sid / "export"
+        assert str(out) in _export_status(app)
+        shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
+        assert shots["error"] is None and "screenshots/session.svg" in shots["files"]
+        assert (out / ("%s.tar.gz" % sid)).is_file()
+
+
+async def test_a_failing_export_is_shown_and_the_app_stays_up(tmp_path):
+    sid = make_recorded_session(tmp_path, [("drill-001", "drill", _drill(20, True), OK_EXIT)])
+    session_dir = tmp_path / sid
+    app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
+    with unwritable(session_dir):  # the export stages its folder beside the record's: that write fails
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("6")
+            await until(pilot, lambda: "drill-001" in app.views["session"].rows, what="the job listed")
+            await pilot.press("e")
+            await until(pilot, lambda: "session export failed" in _export_status(app), timeout_s=60,
+                        what="the failure on the screen")
+            status = _export_status(app)
+            assert "PermissionError" in status and str(session_dir) in status  # what failed, and where
+            assert "(writing the record to %s)" % (session_dir / "export") in status
+            await until(pilot, lambda: "PermissionError" in app.export_screenshot(), what="the error drawn")
+            assert app.is_running and app.return_code is None
+            await pilot.press("1")  # the app still answers keys
+            await until(pilot, lambda: app.current_mode == "environment", what="switching screens")
+    assert not (session_dir / "export").exists()

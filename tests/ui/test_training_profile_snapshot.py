@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
-from workbench.app import WorkbenchApp
+from screens.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.session import SessionStore
 

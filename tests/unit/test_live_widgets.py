@@ -2,8 +2,8 @@
 
 from rich.text import Text
 
-from workbench.widgets.spark import BARS, bar_rows, buckets
-from workbench.widgets.textgrid import text_grid
+from screens.widgets.spark import BARS, bar_rows, buckets
+from screens.widgets.textgrid import text_grid
 
 
 def test_buckets_keep_every_point_that_fits_and_summarise_the_rest():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from screens.screenshots import shooter
 from tests.fixtures.sessions.recorded import API_KEY, SECRET, SID, copy_recorded, plant_secrets
 from workbench.report.export import export_session
 from workbench.report.secrets import MASK
@@ -28,7 +29,7 @@ def exported(tmp_path_factory):
     copy_recorded(root)
     plant_secrets(root / SID)
     store = SessionStore(root)
-    out = export_session(store, SID, None)
+    out = export_session(store, SID, None, screenshots=shooter(root, SID))
     return store, root / SID, out
 
 
@@ -140,9 +141,9 @@ def test_export_again_replaces_the_previous_export(exported, tmp_path):
     copy_root = tmp_path / "again"
     copy_recorded(copy_root)
     store = SessionStore(copy_root)
-    first = export_session(store, SID, None, with_screenshots=False)
+    first = export_session(store, SID, None)
     (first / "stale.txt").write_text("from an older export")
-    second = export_session(store, SID, None, with_screenshots=False)
+    second = export_session(store, SID, None)
     assert second == first and not (second / "stale.txt").exists()
     report = json.loads((second / "report.json").read_text())
     assert report["files"]["screenshots"] == {"files": [], "error": "skipped on request"}
@@ -154,7 +155,7 @@ def test_export_again_replaces_the_previous_export(exported, tmp_path):
 def test_export_to_another_folder_leaves_the_session_export_alone(tmp_path):
     root = tmp_path / "sessions"
     copy_recorded(root)
-    out = export_session(SessionStore(root), SID, tmp_path / "handover", with_screenshots=False)
+    out = export_session(SessionStore(root), SID, tmp_path / "handover")
     assert out == tmp_path / "handover"
     assert (out / "report.md").is_file() and not (root / SID / "export").exists()
     with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
@@ -169,5 +170,5 @@ def test_export_never_replaces_a_folder_that_is_not_a_record(tmp_path):
     precious.mkdir()
     (precious / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="holds no earlier session record"):
-        export_session(SessionStore(root), SID, precious, with_screenshots=False)
+        export_session(SessionStore(root), SID, precious)
     assert (precious / "notes.txt").read_text() == "mine"

@@ -8,7 +8,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple, Union
+from typing import Callable, Dict, List, Optional, Protocol, TextIO, Tuple, Union
 
 from workbench.data.errors import DataError
 from workbench.data.official import OFFICIAL_FILES, OfficialFile, read_official_file
@@ -105,42 +105,17 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def fetch_cli(
-    dest: Union[str, Path],
-    url_base: str = OFFICIAL_URL_BASE,
-    stream: Optional[TextIO] = None,
-    err_stream: Optional[TextIO] = None,
-) -> int:
-    """`ms-workbench data fetch`: download and verify into dest; 0 when all four verify, else 1."""
-    stream = stream or sys.stdout
-    err_stream = err_stream or sys.stderr
-    dest = Path(dest).expanduser()
-    stream.write("fetching the official Fashion-MNIST files from %s into %s\n" % (url_base, dest))
-    stream.flush()
-    # A live bar only for a person at a terminal; logs and pipes get plain lines.
-    display = _RichDisplay(stream) if stream.isatty() else _PlainDisplay(stream)
-    try:
-        paths = fetch(dest, progress=display.update, url_base=url_base)
-    except DataError as exc:
-        display.stop()
-        err_stream.write("error: %s\n" % exc)
-        err_stream.write(
-            "hint: this needs a network that reaches %s. Without one, copy the four official files "
-            "(raw or .gz) into data/fashion-mnist in the repository, into %s, or into a folder "
-            "named by the config key data.dir.\n" % (url_base, dest)
-        )
-        err_stream.flush()
-        return 1
-    display.stop()
-    for path in paths:
-        stream.write("verified %s (%d bytes; SHA-256 of the content matches the official file)\n"
-                     % (path, path.stat().st_size))
-    stream.write("done: %d files in %s\n" % (len(paths), dest))
-    stream.flush()
-    return 0
+class FetchDisplay(Protocol):
+    """Shows a download's progress: update() is fetch()'s progress callback, stop() ends the display."""
+
+    def update(self, name: str, done_bytes: int, total_bytes: Optional[int]) -> None:
+        """Progress callback of fetch()."""
+
+    def stop(self) -> None:
+        """End the display."""
 
 
-class _PlainDisplay:
+class PlainDisplay:
     """One line when a file starts, at each quarter, and when it is complete."""
 
     def __init__(self, stream: TextIO) -> None:
@@ -163,25 +138,39 @@ class _PlainDisplay:
         """Nothing to tear down."""
 
 
-class _RichDisplay:
-    """A rich progress bar per file (imported here only: jobs never load rich)."""
+def fetch_cli(
+    dest: Union[str, Path],
+    url_base: str = OFFICIAL_URL_BASE,
+    stream: Optional[TextIO] = None,
+    err_stream: Optional[TextIO] = None,
+    make_display: Optional[Callable[[TextIO], FetchDisplay]] = None,
+) -> int:
+    """`ms-workbench data fetch`: download and verify into dest; 0 when all four verify, else 1.
 
-    def __init__(self, stream: TextIO) -> None:
-        from rich.console import Console
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                                   TransferSpeedColumn)
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(), console=Console(file=stream))
-        self.tasks: Dict[str, Any] = {}
-        self.progress.start()
-
-    def update(self, name: str, done_bytes: int, total_bytes: Optional[int]) -> None:
-        """Progress callback of fetch()."""
-        if name not in self.tasks:
-            self.tasks[name] = self.progress.add_task(name, total=total_bytes)
-        self.progress.update(self.tasks[name], completed=done_bytes, total=total_bytes)
-
-    def stop(self) -> None:
-        """Remove the live display."""
-        self.progress.stop()
+    make_display(stream) shows the progress: plain lines by default (the CLI gives a live bar at a terminal).
+    """
+    stream = stream or sys.stdout
+    err_stream = err_stream or sys.stderr
+    dest = Path(dest).expanduser()
+    stream.write("fetching the official Fashion-MNIST files from %s into %s\n" % (url_base, dest))
+    stream.flush()
+    display = (make_display or PlainDisplay)(stream)
+    try:
+        paths = fetch(dest, progress=display.update, url_base=url_base)
+    except DataError as exc:
+        display.stop()
+        err_stream.write("error: %s\n" % exc)
+        err_stream.write(
+            "hint: this needs a network that reaches %s. Without one, copy the four official files "
+            "(raw or .gz) into data/fashion-mnist in the repository, into %s, or into a folder "
+            "named by the config key data.dir.\n" % (url_base, dest)
+        )
+        err_stream.flush()
+        return 1
+    display.stop()
+    for path in paths:
+        stream.write("verified %s (%d bytes; SHA-256 of the content matches the official file)\n"
+                     % (path, path.stat().st_size))
+    stream.write("done: %d files in %s\n" % (len(paths), dest))
+    stream.flush()
+    return 0

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from workbench.atomic import write_bytes, write_json, write_text
 from workbench.report import markdown, metrics_csv, svg
@@ -18,8 +16,10 @@ from workbench.report.manifest import MANIFEST_NAME, Entry, SessionFiles, write_
 from workbench.report.secrets import Scrubber, scrub_pairs
 from workbench.session import SessionStore, job_status
 
-SCREENSHOT_TIMEOUT_S = 90.0
 EXPORT_DIR = "export"
+
+# Draws the session's screens into the given folder; returns {"files": [names in it], "error": str or None}.
+Screenshooter = Callable[[Path], Dict[str, Any]]
 
 
 def _job_of(rel: str) -> Optional[str]:
@@ -79,29 +79,16 @@ def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
     return {k: v for k, v in made.items() if v}
 
 
-def screenshots(root: Path, sid: str, out: Path, timeout_s: float = SCREENSHOT_TIMEOUT_S) -> Dict[str, Any]:
-    """Run the screenshot renderer in a child process; its failure is reported, not raised."""
-    argv = [sys.executable, "-m", "workbench.report.screenshots", str(root), sid, str(out / "screenshots")]
-    env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
-    project = str(Path(__file__).resolve().parent.parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (project, env.get("PYTHONPATH", "")) if p)
+def screenshot_record(shooter: Optional[Screenshooter], out: Path) -> Dict[str, Any]:
+    """Ask the UI side's shooter for the screen pictures; its failure is reported in the record, not raised."""
+    if shooter is None:
+        return {"files": [], "error": "skipped on request"}
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        return {"files": [], "error": "the screen renderer did not finish within %.0f s" % timeout_s}
-    except OSError as exc:
-        return {"files": [], "error": "could not start the screen renderer: %s" % exc}
-    result: Dict[str, Any] = {}
-    for line in reversed(proc.stdout.splitlines()):
-        try:
-            result = json.loads(line)
-            break
-        except ValueError:
-            continue
-    if not result:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"files": [], "error": "screen renderer exited %s: %s" % (proc.returncode, tail[:300])}
+        result = dict(shooter(out / "screenshots"))
+    except Exception as exc:  # pictures are optional: the record is written without them
+        return {"files": [], "error": "%s: %s" % (type(exc).__name__, exc)}
     result["files"] = ["screenshots/%s" % name for name in result.get("files") or []]
+    result.setdefault("error", None)
     return result
 
 
@@ -120,8 +107,12 @@ def _export_entries(export_dir: Path, skip: List[str]) -> List[Entry]:
 
 
 def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None,
-                   with_screenshots: bool = True) -> Path:
-    """Write the session record to `out_dir` (default sessions/<sid>/export) and return that folder."""
+                   screenshots: Optional[Screenshooter] = None) -> Path:
+    """Write the session record to `out_dir` (default sessions/<sid>/export) and return that folder.
+
+    `screenshots` draws the screens into the folder it is given (the UI side makes one:
+    `screens.screenshots.shooter`); without it the record says the pictures were skipped.
+    """
     session_dir = store.session_dir(sid)
     export_dir = Path(out_dir).resolve() if out_dir else session_dir / EXPORT_DIR
     if out_dir and export_dir != session_dir / EXPORT_DIR:
@@ -142,8 +133,7 @@ def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None
         for name, text in metrics.items():
             write_text(stage / "metrics" / name, text)
         report["files"] = {"metrics": ["metrics/%s" % n for n in metrics], "figures": figures(report, stage)}
-        report["files"]["screenshots"] = (screenshots(store.root, sid, stage) if with_screenshots
-                                          else {"files": [], "error": "skipped on request"})
+        report["files"]["screenshots"] = screenshot_record(screenshots, stage)
         write_text(stage / "report.md", markdown.render(report))
         write_json(stage / "report.json", report)
         _scrub_tree(stage, scrubber)

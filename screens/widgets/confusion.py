@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from rich.text import Text
-from workbench.widgets.panel import Panel
-from workbench.widgets.textgrid import text_grid
+from screens.widgets.panel import Panel
+from screens.widgets.textgrid import text_grid
 
 SHORT_NAMES = ["T-shirt", "Trouser", "Pullovr", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Boot"]
 

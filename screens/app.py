@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Label
 
 from workbench.config import ConfigError, merge
@@ -28,6 +28,50 @@ def build_views() -> Dict[str, Any]:
     from workbench.views.registry import VIEWS
 
     return {name: factory() for name, factory in VIEWS.items()}
+
+
+# Each screen is imported when its mode is first shown, so start-up pays for the first screen only
+# (the Data screen brings numpy). The imports are static, so the import graph still shows every edge.
+def environment_screen() -> Screen:
+    """The Environment screen (mode 1)."""
+    from screens.environment import EnvironmentScreen
+
+    return EnvironmentScreen()
+
+
+def data_screen() -> Screen:
+    """The Data screen (mode 2)."""
+    from screens.data import DataScreen
+
+    return DataScreen()
+
+
+def training_screen() -> Screen:
+    """The Training screen (mode 3)."""
+    from screens.training import TrainingScreen
+
+    return TrainingScreen()
+
+
+def alignment_screen() -> Screen:
+    """The Alignment screen (mode 4)."""
+    from screens.alignment import AlignmentScreen
+
+    return AlignmentScreen()
+
+
+def export_screen() -> Screen:
+    """The Export screen (mode 5)."""
+    from screens.export import ExportScreen
+
+    return ExportScreen()
+
+
+def session_screen() -> Screen:
+    """The Session screen (mode 6)."""
+    from screens.session import SessionScreen
+
+    return SessionScreen()
 
 
 class QuitScreen(ModalScreen):
@@ -62,12 +106,12 @@ class WorkbenchApp(App):
 
     TITLE = "ms-workbench"
     MODES = {
-        "environment": "screens.environment:EnvironmentScreen",
-        "data": "screens.data:DataScreen",
-        "training": "screens.training:TrainingScreen",
-        "alignment": "screens.alignment:AlignmentScreen",
-        "export": "screens.export:ExportScreen",
-        "session": "screens.session:SessionScreen",
+        "environment": environment_screen,
+        "data": data_screen,
+        "training": training_screen,
+        "alignment": alignment_screen,
+        "export": export_screen,
+        "session": session_screen,
     }
     DEFAULT_MODE = "environment"
     BINDINGS = [
@@ -83,7 +127,6 @@ class WorkbenchApp(App):
 
     def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
                  argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None):
-        self.MODES = {name: _lazy_screen(path) for name, path in self.MODES.items()}
         super().__init__()
         self.store = store
         self.sid = sid
@@ -190,17 +233,6 @@ class WorkbenchApp(App):
                 self.exit(message="left running: %s (session %s)" % (", ".join(running), self.sid))
 
         self.push_screen(QuitScreen(running), decided)
-
-
-def _lazy_screen(path: str):
-    module, name = path.split(":")
-
-    def make():
-        import importlib
-
-        return getattr(importlib.import_module(module), name)()
-
-    return make
 
 
 def _as_sets(overrides: Dict[str, Any], prefix: str = "") -> List[str]:

@@ -1,11 +1,15 @@
-"""A rich progress bar for `run` and `watch` when stdout is a terminal."""
+"""The command line's rich progress bars, drawn only when the output is a terminal.
+
+Only the entry point imports this module: the core reports progress through callbacks and events.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+                           TransferSpeedColumn)
 
 
 class LiveBar:
@@ -32,4 +36,24 @@ class LiveBar:
 
     def stop(self) -> None:
         """Remove the bar."""
+        self.progress.stop()
+
+
+class FetchBar:
+    """A bar per downloaded file for `data fetch` (a `FetchDisplay` of workbench.data.fetch)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                 TransferSpeedColumn(), TimeRemainingColumn(), console=Console(file=stream))
+        self.tasks: Dict[str, Any] = {}
+        self.progress.start()
+
+    def update(self, name: str, done_bytes: int, total_bytes: Optional[int]) -> None:
+        """Progress callback of fetch()."""
+        if name not in self.tasks:
+            self.tasks[name] = self.progress.add_task(name, total=total_bytes)
+        self.progress.update(self.tasks[name], completed=done_bytes, total=total_bytes)
+
+    def stop(self) -> None:
+        """Remove the live display."""
         self.progress.stop()

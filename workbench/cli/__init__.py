@@ -1,4 +1,9 @@
-"""The command line: `ms-workbench run|watch|sessions|export|attach|serve|data`, or the TUI."""
+"""The command line: `ms-workbench run|watch|sessions|export|attach|serve|data`, or the TUI.
+
+The entry point is the one part of `workbench` that may reach the UI side: it starts the app
+(`screens.app`), asks `screens.screenshots` for the record's pictures, and draws rich bars
+(`workbench.cli.progress`). The rest of the core never imports textual, rich or screens.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verb
     reader = EventReader(str(job_dir / "events.jsonl"))
     bar = None
     if not out_json and stream.isatty():
-        from workbench.progressbar import LiveBar
+        from workbench.cli.progress import LiveBar
 
         bar = LiveBar()
     try:
@@ -156,6 +161,7 @@ def _size(n: int) -> str:
 
 def cmd_export(args) -> int:
     """Write the session record (report, metrics, manifest, archive)."""
+    from screens.screenshots import shooter  # the UI side draws the screens; the record takes the pictures
     from workbench.report.export import export_session
 
     store = SessionStore(sessions_root(args.sessions))
@@ -163,9 +169,9 @@ def cmd_export(args) -> int:
     if sid is None:
         print("error: no sessions under %s" % store.root, file=sys.stderr)
         return USAGE_ERROR
+    shots = None if args.no_screenshots else shooter(store.root, sid)
     try:
-        out = export_session(store, sid, Path(args.out) if args.out else None,
-                             with_screenshots=not args.no_screenshots)
+        out = export_session(store, sid, Path(args.out) if args.out else None, screenshots=shots)
     except OSError as exc:
         print("error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
@@ -177,7 +183,11 @@ def cmd_data(args) -> int:
     """`data fetch`: download and verify the official Fashion-MNIST files."""
     from workbench.data.fetch import fetch_cli
 
-    return fetch_cli(args.dest)
+    if not sys.stdout.isatty():  # a live bar only for a person at a terminal; logs and pipes get plain lines
+        return fetch_cli(args.dest)
+    from workbench.cli.progress import FetchBar
+
+    return fetch_cli(args.dest, make_display=FetchBar)
 
 
 def open_app(args, sid: Optional[str]) -> int:
@@ -185,7 +195,7 @@ def open_app(args, sid: Optional[str]) -> int:
     cfg = _config(args)
     if cfg is None:
         return USAGE_ERROR
-    from workbench.app import WorkbenchApp
+    from screens.app import WorkbenchApp
 
     store = SessionStore(sessions_root(args.sessions))
     if sid is not None:

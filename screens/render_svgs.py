@@ -1,8 +1,7 @@
 """SVG screenshots of the six screens, rendered headlessly from a session's event files.
 
-Run as `python -m workbench.report.screenshots ROOT SID OUT_DIR`: the export starts it as a
-child process so that a failure here (no textual on a board's interpreter, a screen that
-raises) costs the record its pictures, never the record itself. Prints one JSON line.
+Run as `python -m screens.render_svgs ROOT SID OUT_DIR` by `screens.screenshots` (a child process, so
+that a failure here costs the record its pictures, never the record itself). Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ def _caught_up(app: Any, sizes: Dict[str, int]) -> bool:
 
 async def shoot(root: Path, sid: str, out_dir: Path, written: List[str], size=SIZE) -> None:
     """Open the app on the session, let it ingest the event files, save one SVG per screen into `written`."""
-    from workbench.app import WorkbenchApp
+    from screens.app import WorkbenchApp
     from workbench.config import defaults
     from workbench.session import SessionStore
 
