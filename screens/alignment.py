@@ -12,11 +12,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Select, Static
 
 from screens.base import WorkbenchScreen
+from screens.widgets.evidence import badge
 from workbench.config import PRECISIONS, TARGETS
 from workbench.fashion import CLASS_NAMES
 from workbench.views.alignment import (ROLE, SIDES, AlignmentView, dtype_text, formula_lines, hist_rows, num,
                                        percent, shape_text)
-from screens.widgets.evidence import badge
 
 MODES = ("pynative", "graph")
 # Presets cycled by `p`: the comparisons the course asks for, in the order it asks for them.

@@ -14,10 +14,10 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from screens.base import WorkbenchScreen
-from workbench.fashion import NUM_CLASSES
-from workbench.views.data import DataView
 from screens.widgets.evidence import badge
 from screens.widgets.pixels import HalfBlockImage
+from workbench.fashion import NUM_CLASSES
+from workbench.views.data import DataView
 
 BAR_CELLS = 6
 EIGHTHS = " ▏▎▍▌▋▊▉"

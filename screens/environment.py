@@ -14,8 +14,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from screens.base import WorkbenchScreen
-from workbench.views.environment import EnvironmentView
 from screens.widgets.evidence import badge
+from workbench.views.environment import EnvironmentView
 
 HEALTH_STYLE = {"OK": "green", "Warning": "bold yellow"}
 MIN_DETAIL_CHARS = 16  # of the one-line detail in the table; the pane shows it whole

@@ -12,8 +12,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Label, Select, Static, TextArea
 
 from screens.base import WorkbenchScreen
-from workbench.views.export import ExportView, default_choice, export_overrides, train_choices
 from screens.widgets.evidence import badge
+from workbench.views.export import ExportView, default_choice, export_overrides, train_choices
 
 DETAIL_CELLS = 58  # characters of a check's detail in the table; the full text shows below it
 PICKER_EVERY_S = 1.0  # how often the list of training jobs is compared with the tracker's

@@ -14,12 +14,12 @@ from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalS
 from textual.widgets import Button, Input, Select, Static
 
 from screens.base import WorkbenchScreen
-from workbench.views.training import TrainingView
 from screens.widgets.confusion import SHORT_NAMES, ConfusionGrid
 from screens.widgets.evidence import badge
 from screens.widgets.panel import Panel
 from screens.widgets.spark import Spark
 from screens.widgets.textgrid import text_grid
+from workbench.views.training import TrainingView
 
 SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
 EPOCH_ROWS = 12  # epochs shown before the panel has a size (the latest, and the best when it is older)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Input
 
+from screens.app import WorkbenchApp
 from tests.conftest import assert_events_valid
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
-from screens.app import WorkbenchApp
 from workbench.atomic import read_json
 from workbench.config import defaults
 from workbench.runner import JobRunner

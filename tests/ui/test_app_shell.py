@@ -1,7 +1,7 @@
 """Pilot tests of the app shell: modes, the Session screen, quitting with a job running."""
 
-from tests.ui.recorded import until
 from screens.app import QuitScreen, WorkbenchApp
+from tests.ui.recorded import until
 from workbench.config import defaults
 from workbench.runner import JobRunner
 from workbench.session import SessionStore, job_status

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from screens.app import WorkbenchApp
+from screens.widgets.pixels import ASCII_RAMP, UPPER_HALF, HalfBlockImage, ascii_lines, half_block_lines
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from workbench.config import defaults
 from workbench.protocol import validate_file
 from workbench.session import SessionStore
 from workbench.views.data import read_preview
-from screens.widgets.pixels import ASCII_RAMP, UPPER_HALF, HalfBlockImage, ascii_lines, half_block_lines
 
 FIXED_SID = "20250101-000000-data"  # the status bar shows the session id: keep snapshots stable
 FAILED_EXIT = dict(OK_EXIT, returncode=1)

@@ -8,8 +8,8 @@ import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from screens.app import WorkbenchApp
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.atomic import read_json
 from workbench.config import defaults
 from workbench.runner import JobRunner

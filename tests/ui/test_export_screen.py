@@ -7,8 +7,8 @@ import re
 import pytest
 from textual.widgets import DataTable, Select, TextArea
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from screens.app import WorkbenchApp
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from workbench.atomic import read_json
 from workbench.config import defaults
 from workbench.protocol import EventReader, read_all

@@ -13,9 +13,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from screens.app import WorkbenchApp
 from tests.conftest import PROJECT_ROOT, cli_env
 from tests.ui.recorded import until
-from screens.app import WorkbenchApp
 from workbench.atomic import write_json
 from workbench.cli import build_parser
 from workbench.config import defaults

@@ -4,8 +4,8 @@ import json
 
 from textual.binding import Binding
 
-from tests.ui.recorded import make_recorded_session, mark_running, until
 from screens.app import WorkbenchApp
+from tests.ui.recorded import make_recorded_session, mark_running, until
 from workbench.config import defaults
 from workbench.protocol import encode
 from workbench.session import SessionStore

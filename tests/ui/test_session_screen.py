@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from tests.ui.recorded import OK_EXIT, make_recorded_session, until, wait_ingested
 from screens.app import WorkbenchApp
+from tests.ui.recorded import OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
 

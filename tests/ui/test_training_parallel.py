@@ -11,9 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from screens.app import WorkbenchApp
 from screens.training import rank_rows
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
-from screens.app import WorkbenchApp
 from workbench.config import defaults
 from workbench.session import SessionStore
 from workbench.views.training import TrainingView

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from screens.app import WorkbenchApp
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
 

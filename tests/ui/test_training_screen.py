@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from screens.app import WorkbenchApp
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
 

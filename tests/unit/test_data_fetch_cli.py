@@ -39,3 +39,19 @@ def test_fetch_cli_without_the_files_exits_1_with_a_hint(tmp_path):
     assert (mirror / NAMES[0]).as_uri() in message and "download failed" in message
     assert "hint:" in message and "data.dir" in message and str(tmp_path / "cache") in message
     assert os.listdir(tmp_path / "cache") == []
+
+
+def test_the_command_lines_bar_shows_every_file(tmp_path):
+    """The rich bar lives with the entry point (workbench.cli.progress); fetch only calls it back."""
+    from workbench.cli.progress import FetchBar
+
+    out, err = io.StringIO(), io.StringIO()
+    code = fetch_cli(tmp_path / "cache", url_base=BUNDLED_DIR.as_uri() + "/", stream=out, err_stream=err,
+                     make_display=FetchBar)
+    assert code == 0, err.getvalue()
+    text = out.getvalue()
+    assert "downloading" not in text  # the bar, not the plain lines
+    bars = [line for line in text.splitlines() if "━" in line]
+    assert [line.split()[0] for line in bars] == NAMES  # one finished bar per file, in download order
+    for name in NAMES:
+        assert "verified %s" % (tmp_path / "cache" / name) in text

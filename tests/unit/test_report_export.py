@@ -172,3 +172,20 @@ def test_export_never_replaces_a_folder_that_is_not_a_record(tmp_path):
     with pytest.raises(FileExistsError, match="holds no earlier session record"):
         export_session(SessionStore(root), SID, precious)
     assert (precious / "notes.txt").read_text() == "mine"
+
+
+def test_screenshots_that_fail_cost_the_record_its_pictures_only(tmp_path):
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    store = SessionStore(root)
+    out = export_session(store, SID, None, screenshots=shooter(root, SID, timeout_s=0.01))  # the real renderer, cut short
+    shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
+    assert shots == {"files": [], "error": "the screen renderer did not finish within 0 s"}
+
+    def no_display(folder):
+        raise OSError("cannot draw into %s" % folder)
+
+    out = export_session(store, SID, None, screenshots=no_display)
+    shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
+    assert shots["files"] == [] and shots["error"].startswith("OSError: cannot draw into ")
+    assert (out / "report.md").is_file() and (out / ("%s.tar.gz" % SID)).is_file()
