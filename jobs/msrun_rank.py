@@ -31,7 +31,6 @@ if os.path.dirname(_HERE) not in sys.path:
     sys.path.insert(0, os.path.dirname(_HERE))
 
 import argparse  # noqa: E402
-import ctypes  # noqa: E402
 import fcntl  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -41,6 +40,8 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 from workbench.atomic import read_json, write_json  # noqa: E402
+from workbench.childproc import die_with_parent, signal_name  # noqa: E402
+from workbench.childproc import pid_running as alive  # noqa: E402
 from workbench.protocol import EventReader, EventWriter, read_all  # noqa: E402
 
 RANKS_DIR = "ranks"  # rank<k>.json (pids, how it ended), scheduler.json, failed.json
@@ -49,16 +50,6 @@ CRASH_AFTER_STEPS = 2  # train.parallel.crash_rank: the rank is killed after thi
 SCHEDULER_CODE = "from mindspore.communication import init; init()"  # blocks until the cluster ends
 SCHEDULER_STOP_GRACE_S = 2.0
 POLL_S = 0.2
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> bool:
-    """Ask Linux to send `sig` to this process when its parent dies; False where that is unavailable."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def _child_setup(parent_pid: int) -> None:
@@ -66,25 +57,6 @@ def _child_setup(parent_pid: int) -> None:
     die_with_parent(signal.SIGKILL)
     if os.getppid() != parent_pid:
         os._exit(1)
-
-
-def alive(pid: Optional[int]) -> bool:
-    """True while `pid` runs (a zombie does not)."""
-    if not pid:
-        return False
-    try:
-        with open("/proc/%d/stat" % int(pid), "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
-
-
-def signal_name(num: int) -> str:
-    """SIGSEGV for 11, and so on."""
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return "SIG%d" % num
 
 
 def start_child(argv: List[str], job_dir: Path) -> subprocess.Popen:

@@ -85,6 +85,14 @@ def _stop_leftovers(root: Path) -> None:
                     pass
 
 
+@pytest.fixture(autouse=True)
+def private_lock_dir(tmp_path, monkeypatch) -> Path:
+    """Device locks are machine-wide; each test gets its own folder so parallel test runs never collide."""
+    locks = tmp_path / "locks"
+    monkeypatch.setenv("MS_WORKBENCH_LOCK_DIR", str(locks))
+    return locks
+
+
 @pytest.fixture
 def sessions(tmp_path, monkeypatch) -> Path:
     """A sessions root for one test; afterwards every job's events.jsonl must validate."""

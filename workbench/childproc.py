@@ -29,13 +29,66 @@ def signal_name(num: int) -> str:
         return "SIG%d" % num
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: ask the kernel for SIGKILL when the parent dies (Linux only)."""
+def proc_stat(pid: int) -> Optional[List[str]]:
+    """The fields of /proc/PID/stat after the command name (state first), or None if gone or unreadable."""
+    try:
+        with open("/proc/%d/stat" % int(pid), "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].decode("ascii", "replace").split()
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def pid_running(pid: Optional[int]) -> bool:
+    """True while `pid` exists and is not a zombie (a zombie left for init is not running)."""
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if not os.path.isdir("/proc/self"):  # no /proc (macOS): kill(0) is all we can know
+        return True
+    fields = proc_stat(int(pid))
+    return fields is not None and fields[0] != "Z"
+
+
+def group_members(pgid: int) -> List[int]:
+    """Pids of the live (non-zombie) processes of a process group."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = proc_stat(int(entry))
+            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+                members.append(int(entry))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of the group is alive (zombies left for init do not count)."""
+    if os.path.isdir("/proc/self"):
+        return bool(group_members(pgid))
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> bool:
+    """In a child before exec: ask Linux for `sig` when the parent dies; False where unavailable."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
     except (OSError, AttributeError):  # not Linux: the process-group kill still applies
-        pass
+        return False
+
+
+def _die_with_parent() -> None:
+    die_with_parent(signal.SIGKILL)
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -81,3 +134,15 @@ def run_child(argv: List[str], timeout_s: float, cwd: str, stdout_path: str, std
     return {"returncode": rc, "signal": signal_name(-rc) if rc is not None and rc < 0 else None,
             "timed_out": timed_out, "stopped": stopped, "elapsed_s": round(time.monotonic() - start, 3),
             "pid": proc.pid}
+
+
+def stop_group(pgid: int, grace_s: float) -> bool:
+    """SIGTERM a process group, SIGKILL what is left after grace_s; False if nothing was running."""
+    if not group_alive(pgid):
+        return False
+    _kill_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and group_alive(pgid):
+        time.sleep(POLL_S)
+    _kill_group(pgid, signal.SIGKILL)
+    return True

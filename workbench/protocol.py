@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
+import threading
 import time
 from typing import Any, Dict, List, Literal, Optional
 
 VERSION = 1
+# Every signal that can be held off while an event line is written (None where there is no sigmask).
+_SIGMASK = signal.valid_signals() if hasattr(signal, "pthread_sigmask") else None
 
 
 class Evidence:
@@ -94,6 +98,7 @@ class EventWriter:
         self.seq = 0
         self.extra = dict(extra or {})
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._torn = False  # a failed write left a line without its newline
 
     def emit(self, type_: str, fsync: bool = False, **fields: Any) -> Dict[str, Any]:
         """Write one event; fsync when `fsync` (epoch ends, finished). Any field name is free, `sync` too."""
@@ -102,13 +107,9 @@ class EventWriter:
         event = {"v": VERSION, "seq": self.seq, "t": round(time.time(), 6), "type": type_}
         event.update(self.extra)
         event.update(fields)
-        data = encode(event).encode("utf-8")
-        written = os.write(self._fd, data)
-        while written < len(data):  # regular files take a line at once; finish a short write anyway
-            written += os.write(self._fd, data[written:])
+        self._write(encode(event).encode("utf-8"))
         if fsync:
             os.fsync(self._fd)
-        self.seq += 1
         return event
 
     def emit_many(self, items: List[Any]) -> None:
@@ -119,16 +120,48 @@ class EventWriter:
             raise ValueError("%s: event writer is closed" % self.path)
         now = round(time.time(), 6)
         chunks = []
-        for type_, fields in items:
-            event = {"v": VERSION, "seq": self.seq, "t": fields.pop("t", now), "type": type_}
+        for i, (type_, fields) in enumerate(items):
+            event = {"v": VERSION, "seq": self.seq + i, "t": fields.pop("t", now), "type": type_}
             event.update(self.extra)
             event.update(fields)
             chunks.append(encode(event))
-            self.seq += 1
-        data = "".join(chunks).encode("utf-8")
-        written = os.write(self._fd, data)
-        while written < len(data):
-            written += os.write(self._fd, data[written:])
+        self._write("".join(chunks).encode("utf-8"))
+
+    def _write(self, data: bytes) -> None:
+        """Append whole lines and count them into seq, with signals held off so the bookkeeping is exact."""
+        # Python runs signal handlers in the main thread, between bytecodes: one that raises
+        # (Ctrl+C) must not land between a write and the record of what it wrote.
+        masked = _SIGMASK is not None and threading.current_thread() is threading.main_thread()
+        if masked:
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGMASK)
+        try:
+            self._append(data)
+        finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _append(self, data: bytes) -> None:
+        """Write `data`; after a failure mid-line (ENOSPC, a file size limit) the next line starts fresh.
+
+        A regular file takes a line in one write, but a full disk can take part of it: the torn
+        part gets its newline at once, or, if even that cannot be written, before the next line.
+        Only lines that went out whole count in seq, so seq stays contiguous.
+        """
+        prefix = b"\n" if self._torn else b""
+        out = prefix + data
+        written = 0
+        try:
+            while written < len(out):
+                written += os.write(self._fd, out[written:])
+        finally:
+            self.seq += out[len(prefix):written].count(b"\n")
+            if written:
+                self._torn = not out[:written].endswith(b"\n")
+            if self._torn and written < len(out):
+                try:
+                    self._torn = os.write(self._fd, b"\n") != 1
+                except OSError:
+                    pass
 
     def close(self) -> None:
         """Fsync and close the file."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -64,7 +65,7 @@ def _mb(n: int) -> str:
 
 def prune(store: SessionStore, keep_days: float, assume_yes: bool = False, stdin: Optional[IO[str]] = None,
           stdout: Optional[IO[str]] = None, now: Optional[float] = None) -> int:
-    """List what would go, ask y/N (unless assume_yes), delete; exit code 0, or 1 when declined."""
+    """List what would go, ask y/N (unless assume_yes), delete; exit code 0, or 1 when declined or one was skipped."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     if keep_days < 0:
@@ -85,12 +86,23 @@ def prune(store: SessionStore, keep_days: float, assume_yes: bool = False, stdin
         if answer not in ("y", "yes"):
             stdout.write("nothing deleted\n")
             return 1
-    deleted, freed = 0, 0
+    deleted, freed, skipped = 0, 0, 0
     for c in found:
+        path = Path(store.root) / c.sid
         if has_running_jobs(store, c.sid):  # a job may have been added since we asked
             stdout.write("kept %s: a job is running now\n" % c.sid)
             continue
-        shutil.rmtree(str(Path(store.root) / c.sid))
+        if path.is_symlink():  # its target lies outside the root: not ours to delete
+            stdout.write("skipped %s: a symbolic link to %s, not deleted\n" % (c.sid, os.readlink(str(path))))
+            skipped += 1
+            continue
+        try:
+            shutil.rmtree(str(path))
+        except OSError as exc:
+            stdout.write("skipped %s: %s\n" % (c.sid, exc))
+            skipped += 1
+            continue
         deleted, freed = deleted + 1, freed + c.bytes
-    stdout.write("deleted %d sessions (%s)\n" % (deleted, _mb(freed)))
-    return 0
+    stdout.write("deleted %d sessions (%s)%s\n" % (
+        deleted, _mb(freed), "; skipped %d (see above)" % skipped if skipped else ""))
+    return 1 if skipped else 0

@@ -12,12 +12,33 @@ from typing import Any, Dict, List, Optional
 
 from workbench import __version__
 from workbench.atomic import read_json, write_json, write_text
+from workbench.childproc import pid_running, stop_group
 from workbench.config import dump
 from workbench.device import DEVICE_JOBS, lock_name, resolve
 from workbench.session import SessionStore, job_status
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOB_KINDS = ("env", "data", "train", "test", "align", "export", "drill")
+
+
+LOCK_DIR_ENV = "MS_WORKBENCH_LOCK_DIR"
+
+
+def lock_dir() -> Path:
+    """The machine-wide folder of device locks, shared by every sessions root.
+
+    $MS_WORKBENCH_LOCK_DIR (tests), else /run/lock/ms-workbench (a tmpfs emptied at boot, where
+    Linux keeps lock files), else <tempdir>/ms-workbench-locks. Never per user or per sessions
+    root: two workbenches on one board must see each other's locks.
+    """
+    explicit = os.environ.get(LOCK_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    if os.path.isdir("/run/lock") and os.access("/run/lock", os.W_OK | os.X_OK):
+        return Path("/run/lock/ms-workbench")
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / "ms-workbench-locks"
 
 
 class RunnerError(Exception):
@@ -73,7 +94,7 @@ class JobRunner:
         locks = []
         if needs_device(kind, cfg):
             for target, device_id in device_targets(kind, cfg, device):
-                locks.append({"path": str(self.store.root / ".locks" / lock_name(target, device_id)),
+                locks.append({"path": str(lock_dir() / lock_name(target, device_id)),
                               "device": "%s:%d" % (target, device_id)})
         env = {
             "PYTHONPATH": os.pathsep.join(p for p in [str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")] if p),
@@ -113,16 +134,17 @@ class JobRunner:
         if (job_dir / "exit.json").exists():
             return False  # it has ended: its pids may belong to other processes by now
         pids = read_json(job_dir / "pids.json")
-        try:
-            os.kill(pids["supervisor"], signal.SIGTERM)
-            return True
-        except ProcessLookupError:
-            pass
-        try:  # supervisor gone: stop the job's group ourselves
-            os.killpg(pids["pgid"], signal.SIGTERM)
-            return True
-        except ProcessLookupError:
-            return False
+        if pid_running(pids.get("supervisor")):  # a zombie supervisor would take the signal and do nothing
+            try:
+                os.kill(pids["supervisor"], signal.SIGTERM)
+                return True
+            except ProcessLookupError:
+                pass
+        try:  # supervisor gone: stop the job's group ourselves, SIGKILL after the grace period
+            grace_s = float(read_json(job_dir / "job.json").get("grace_s") or 5)
+        except (OSError, ValueError):
+            grace_s = 5.0
+        return stop_group(pids["pgid"], grace_s)
 
     @staticmethod
     def wait(job_dir: Path, timeout_s: Optional[float] = None, poll_s: float = 0.1) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from workbench import __version__
 from workbench.atomic import read_json, write_json
+from workbench.childproc import pid_running
 from workbench.protocol import tail_events
 
 
@@ -26,22 +27,6 @@ def new_sid(now: Optional[float] = None) -> str:
     """YYYYMMDD-HHMMSS-<4 hex>."""
     stamp = datetime.datetime.fromtimestamp(now or time.time()).strftime("%Y%m%d-%H%M%S")
     return "%s-%s" % (stamp, secrets.token_hex(2))
-
-
-def _alive(pid: Optional[int]) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not running
-        with open("/proc/%d/stat" % pid) as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 @dataclass
@@ -90,14 +75,20 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
         except (OSError, ValueError):
             pass
         dur = time.time() - (spec_created or time.time())
-        if _alive(pids.get("supervisor")) or _alive(pids.get("job")):
+        if pid_running(pids.get("supervisor")):
             return JobStatus("running", "", round(dur, 1))
         if not pids and spec_created and time.time() - spec_created < 10:
             return JobStatus("running", "starting", round(dur, 1))
+        # No exit.json and no supervisor: it was killed (SIGKILL, the OOM killer); say what we can see.
+        if not pids:
+            return JobStatus("crashed", "supervisor lost (it started no job and wrote no exit.json)", None)
+        seen = ["supervisor pid %s gone without exit.json" % pids.get("supervisor")]
+        if pid_running(pids.get("job")):
+            seen.append("job pid %s still being stopped" % pids.get("job"))
         fin = finished_event()
         if fin is not None:
-            return JobStatus("crashed", "supervisor lost after the job finished %s" % fin.get("status"), None)
-        return JobStatus("crashed", "supervisor and job gone without exit.json", None)
+            seen.append("the job had finished %s" % fin.get("status"))
+        return JobStatus("crashed", "supervisor lost (%s)" % "; ".join(seen), None)
     rec = read_json(exit_path)
     fin = finished_event()
     dur = rec.get("duration_s")
@@ -110,6 +101,10 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
         return JobStatus("stalled", "no new event for the stall limit%s" % after, dur)
     if rec.get("cancelled") or (fin and fin.get("status") == "cancelled"):
         return JobStatus("cancelled", "stopped on request%s" % after, dur)
+    full = rec.get("disk_full")
+    if full:
+        where = " while writing %s" % full["file"] if full.get("file") else ""
+        return JobStatus("crashed", "no space left on device (ENOSPC)%s%s" % (where, after), dur)
     if rec.get("signal"):
         return JobStatus("crashed", "%s%s" % (rec["signal"], after), dur)
     rc = rec.get("returncode")

@@ -4,6 +4,12 @@ Started by the runner as `python -m workbench.supervise --job-dir DIR` in a new 
 session. It takes the device lock, starts the job by exec, enforces the time limit and the
 stall watchdog, forwards a cancel (SIGTERM, grace, SIGKILL to the group) and records how the
 job ended.
+
+If the supervisor itself dies (SIGKILL, the OOM killer), the job dies with it: the job gets
+SIGKILL from the kernel (parent-death signal) and a small watchdog, forked before the job
+runs and waiting on a pipe only the supervisor holds, stops the rest of the job's group
+(SIGTERM, grace, SIGKILL). The device lock is held by the supervisor alone, so the OS
+releases it when the supervisor dies; `job_status` reports `crashed: supervisor lost`.
 """
 
 from __future__ import annotations
@@ -17,25 +23,27 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from workbench import diskspace
 from workbench.atomic import read_json, write_json
+from workbench.childproc import die_with_parent, group_alive, signal_name
+from workbench.protocol import tail_events
 
 POLL_S = 0.2
-
-
-def signal_name(num: int) -> str:
-    """SIGSEGV for 11, and so on."""
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return "SIG%d" % num
+_held_locks: List[int] = []  # device lock fds; the watchdog closes its copies
 
 
 def try_lock(lock_path: Path, holder: Dict[str, Any]) -> Tuple[Optional[int], Optional[str]]:
     """Take an exclusive flock; return (fd, None) or (None, who holds it)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(str(lock_path), os.O_RDWR | os.O_CREAT, 0o644)
+    shared_dir(lock_path.parent)
+    # O_NOFOLLOW: in a world-writable folder a planted symlink must not make us truncate its target.
+    fd = os.open(str(lock_path), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o666)  # another user's workbench must be able to open it to flock it
+    except OSError:
+        pass
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -60,27 +68,71 @@ def kill_group(pgid: int, sig: int) -> None:
         pass
 
 
-def group_alive(pgid: int) -> bool:
-    """True while any process of the group is alive (zombies left for init do not count)."""
-    if os.path.isdir("/proc/self"):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % entry, "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != b"Z":
-                return True
-        return False
+def shared_dir(path: Path) -> None:
+    """Create the lock folder; the machine-wide one is sticky and world-writable, like /tmp."""
+    if path.is_dir():
+        return
+    path.mkdir(parents=True, exist_ok=True)
     try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+        os.chmod(str(path), 0o1777)
+    except OSError:
+        pass
+
+
+def start_watchdog(pgid: int, grace_s: float) -> Tuple[int, int]:
+    """Fork a watchdog that stops the job's group if this supervisor dies; return (its pid, pipe fd).
+
+    The watchdog blocks reading a pipe whose only write end is ours (non-inheritable, so the
+    job never holds it): a byte means "ended normally", end-of-file means we died.
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()  # safe: the supervisor never imports MindSpore and runs no threads
+    if pid:
+        os.close(read_fd)
+        return pid, write_fd
+    try:
+        os.close(write_fd)
+        for fd in _held_locks:  # the lock must die with the supervisor, not live on in us
+            os.close(fd)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:
+            try:
+                said = os.read(read_fd, 1)
+                break
+            except InterruptedError:
+                continue
+        if not said and group_alive(pgid):
+            os.write(2, ("supervisor lost: stopping job group %d (SIGTERM, then SIGKILL after %.1f s)\n"
+                         % (pgid, grace_s)).encode())
+            kill_group(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline and group_alive(pgid):
+                time.sleep(0.05)
+            kill_group(pgid, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def end_watchdog(watchdog: Tuple[int, int]) -> None:
+    """Tell the watchdog we ended normally, and reap it."""
+    pid, write_fd = watchdog
+    try:
+        os.write(write_fd, b"d")
+    finally:
+        os.close(write_fd)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _job_setup(supervisor_pid: int) -> None:
+    """In the job, before exec: own process group, and SIGKILL if the supervisor dies."""
+    os.setpgrp()
+    die_with_parent(signal.SIGKILL)
+    if os.getppid() != supervisor_pid:  # it died before prctl took effect
+        os._exit(1)
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float) -> None:
@@ -103,15 +155,17 @@ def supervise(job_dir: Path) -> int:
         "stalled": False, "cancelled": False, "refused": None, "started_at": t0, "ended_at": None,
         "supervisor_pid": os.getpid(), "job_pid": None,
     }
-    lock_fds = []
+    reserved = diskspace.reserve(job_dir)
+    lock_fds = _held_locks
     for lock in spec.get("locks") or []:
         fd, holder = try_lock(Path(lock["path"]), {"jid": spec["jid"], "session": spec.get("session"),
                                                      "pid": os.getpid()})
         if fd is None:
             for held in lock_fds:
                 os.close(held)
+            del lock_fds[:]
             record.update(refused="device %s is held by %s" % (lock["device"], holder), ended_at=time.time())
-            write_json(job_dir / "exit.json", record)
+            write_final(job_dir, record, reserved)
             return 1
         lock_fds.append(fd)
 
@@ -126,17 +180,19 @@ def supervise(job_dir: Path) -> int:
 
     env = dict(os.environ)
     env.update(spec.get("env") or {})
+    grace_s = float(spec.get("grace_s") or 5)
+    me = os.getpid()
     with open(job_dir / "stdout.log", "ab") as out, open(job_dir / "stderr.log", "ab") as err:
+        # The lock fds are not passed on: an orphaned job must not keep the device locked.
         proc = subprocess.Popen(spec["argv"], cwd=str(job_dir), env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, preexec_fn=os.setpgrp,
-                                pass_fds=tuple(lock_fds))
+                                stdout=out, stderr=err, preexec_fn=lambda: _job_setup(me))
+    watchdog = start_watchdog(proc.pid, grace_s)
     record["job_pid"] = proc.pid
     write_json(job_dir / "pids.json", {"supervisor": os.getpid(), "job": proc.pid, "pgid": proc.pid})
 
     events = job_dir / "events.jsonl"
     timeout_s = float(spec.get("timeout_s") or 0)
     stall_s = float(spec.get("stall_s") or 0)
-    grace_s = float(spec.get("grace_s") or 5)
     last_size, last_change = -1, time.monotonic()
     start = time.monotonic()
     while proc.poll() is None:
@@ -167,12 +223,31 @@ def supervise(job_dir: Path) -> int:
     record["returncode"] = rc
     if rc is not None and rc < 0:
         record["signal"] = signal_name(-rc)
+    if not _ended_ok(job_dir, rc, record):
+        record["disk_full"] = diskspace.disk_full(job_dir)
+        record["removed_partial"] = diskspace.remove_partials(job_dir)
     record["ended_at"] = time.time()
     record["duration_s"] = round(record["ended_at"] - t0, 3)
-    write_json(job_dir / "exit.json", record)
+    write_final(job_dir, record, reserved)
     for fd in lock_fds:
         os.close(fd)
+    end_watchdog(watchdog)
     return 0 if rc == 0 else 1
+
+
+def _ended_ok(job_dir: Path, rc: Optional[int], record: Dict[str, Any]) -> bool:
+    if rc != 0 or record["cancelled"] or record["timed_out"] or record["stalled"]:
+        return False
+    for event in reversed(tail_events(str(job_dir / "events.jsonl"))):
+        if event.get("type") == "finished" and event.get("rank") in (None, 0):
+            return event.get("status") == "ok"
+    return False
+
+
+def write_final(job_dir: Path, record: Dict[str, Any], reserved: Optional[Path]) -> None:
+    """Write exit.json into the space reserved at the start (a full disk cannot stop it)."""
+    diskspace.release(reserved)
+    write_json(job_dir / "exit.json", record)
 
 
 def main(argv=None) -> int:

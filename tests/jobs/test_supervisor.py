@@ -306,7 +306,8 @@ def test_second_device_job_is_refused_naming_the_holder(run_cli, sessions, wait_
     assert_events_valid(first)
 
 
-def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for, assert_events_valid):
+def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for, assert_events_valid,
+                                                   private_lock_dir):
     first = start_detached(run_cli, sessions, "drill.device=true", "drill.steps=400", "drill.rate=40")
     wait_for(lambda: step_count(first) >= 1, 10, what="the holder to run")
     pids = read_json(first / "pids.json")
@@ -314,7 +315,7 @@ def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for,
     os.killpg(pids["pgid"], signal.SIGKILL)
     wait_for(lambda: not pid_running(pids["supervisor"]) and not live_group_members(pids["pgid"]), 5,
              what="the holder to die")
-    locks = list((sessions / ".locks").iterdir())
+    locks = list(private_lock_dir.iterdir())
     assert len(locks) == 1 and "/drill-001 (pid" in locks[0].read_text()  # the stale file is still there
     assert not (first / "exit.json").exists()
     status = job_status(first)

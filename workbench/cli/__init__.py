@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -86,16 +87,65 @@ def cmd_run(args) -> int:
         return USAGE_ERROR
     if args.detach:
         print(job_dir)
-        return 0
+        return _detached_start(job_dir)
     if not args.json:
         print("job %s in session %s: %s" % (job_dir.name, sid, job_dir), file=sys.stderr)
     try:
         return follow(job_dir, args.json, verbose_steps=args.every)
     except KeyboardInterrupt:
-        print("\ncancelling %s ..." % job_dir.name, file=sys.stderr)
-        JobRunner.cancel(job_dir)
-        JobRunner.wait(job_dir, timeout_s=60)
+        return _interrupted(job_dir, sid)
+
+
+def _detached_start(job_dir: Path, within_s: float = 10.0) -> int:
+    """1 when the supervisor refused the job (known as soon as it tried the lock), else 0."""
+    deadline = time.time() + within_s
+    while not (job_dir / "pids.json").exists() and not (job_dir / "exit.json").exists():
+        if time.time() > deadline:
+            return 0  # still starting: `sessions` will tell
+        time.sleep(0.05)
+    status = job_status(job_dir)
+    if status.reason.startswith("refused:"):
+        print("%s: %s" % (job_dir.name, status.label()), file=sys.stderr)
         return 1
+    return 0
+
+
+def _interrupted(job_dir: Path, sid: str) -> int:
+    """Ctrl+C on a foreground run: cancel, wait, print the final status and how to resume."""
+    print("\ncancelling %s ... (Ctrl+C again to stop waiting)" % job_dir.name, file=sys.stderr)
+    again: List[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: again.append(signum))
+    try:
+        JobRunner.cancel(job_dir)
+        deadline = time.time() + 60
+        while not again and not job_status(job_dir).done and time.time() < deadline:
+            time.sleep(0.1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if again:
+        print("stopped waiting: the supervisor is stopping %s (`ms-workbench watch %s/%s` shows how it ended)"
+              % (job_dir.name, sid, job_dir.name), file=sys.stderr)
+        return 1
+    status = job_status(job_dir)
+    print("%s: %s (%s)" % (job_dir.name, status.label(), job_dir))
+    resume = resume_command(job_dir, sid)
+    if resume:
+        print("state saved; resume with: %s" % resume)
+    return 1
+
+
+def resume_command(job_dir: Path, sid: str) -> Optional[str]:
+    """The exact command that resumes a train job from the state it saved, or None without one."""
+    art = job_dir / "artifacts"
+    if not job_dir.name.startswith("train-") or not (art / "state.json").is_file() \
+            or not (art / "state.ckpt").is_file():
+        return None
+    import shlex
+
+    # The job's own effective config keeps every key as it ran, so the resume check finds no difference.
+    return "ms-workbench run train --session %s --config %s --set %s" % (
+        shlex.quote(sid), shlex.quote(str(job_dir / "config.yaml")),
+        shlex.quote("train.resume_from=%s" % job_dir))
 
 
 def _latest_job(store: SessionStore, ref: Optional[str]) -> Path:
@@ -232,6 +282,10 @@ def cmd_tui(args) -> int:
 
 def cmd_serve(args) -> int:
     """Serve the TUI to a browser through textual-serve (loopback unless --host is given)."""
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print("warning: serving on %s:%d: the workbench has no authentication; anyone who can reach this "
+              "address can start and cancel jobs (use the default 127.0.0.1 and an SSH tunnel)"
+              % (args.host, args.port), file=sys.stderr)
     try:
         from textual_serve.server import Server
     except ImportError:
