@@ -70,17 +70,23 @@ def _enospc_in_log(job_dir: Path) -> Optional[str]:
 
 
 def _last_written(job_dir: Path) -> Optional[str]:
-    """The job's most recently modified file (relative path), our own bookkeeping files excluded."""
-    best = None
+    """The file the job was most likely writing: its newest temp file, else its newest file.
+
+    A temp file (`*.tmp`) is a write that never finished; the logs are left out of the second
+    choice because a dying job touches stderr.log last even when nothing fits any more.
+    """
+    newest: Dict[bool, Any] = {}
     for path in Path(job_dir).rglob("*"):
         try:
-            if path.is_symlink() or not path.is_file() or path.name in _OUR_FILES:
+            if path.is_symlink() or not path.is_file() or path.name in _OUR_FILES or path.suffix == ".log":
                 continue
             mtime = path.stat().st_mtime
         except OSError:
             continue
-        if best is None or mtime > best[0]:
-            best = (mtime, path)
+        temp = path.name.endswith(".tmp")
+        if temp not in newest or mtime > newest[temp][0]:
+            newest[temp] = (mtime, path)
+    best = newest.get(True) or newest.get(False)
     return None if best is None else str(best[1].relative_to(job_dir))
 
 
@@ -95,7 +101,7 @@ def disk_full(job_dir: Path) -> Optional[Dict[str, Any]]:
         return None
     return {"error": "ENOSPC", "message": os.strerror(errno.ENOSPC), "free_bytes": free,
             "file": named or _last_written(job_dir),
-            "file_from": "stderr.log" if named else "the file the job wrote last"}
+            "file_from": "stderr.log" if named else "the job's newest temp file, else its newest file"}
 
 
 def remove_partials(job_dir: Path) -> List[str]:

@@ -1,0 +1,52 @@
+"""Issue 18.9: training on a full disk ends with exit.json naming ENOSPC and leaves no temp files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.jobs.test_supervisor import sets
+from workbench.atomic import read_json
+from workbench.session import job_status
+
+SYNTH = ["data.source=synthetic", "data.synthetic_train=2000", "data.synthetic_test=300",
+         "train.val_limit=200", "train.warmup_steps=2", "train.epochs=1"]
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 256 KiB tmpfs: the job's folder fits, its first checkpoint (about 400 KB) does not."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % done.stderr.decode(errors="replace").strip())
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+def test_training_on_a_full_disk_names_enospc_and_removes_temp_files(run_cli, full_disk):
+    proc = run_cli("run", "train", "--sessions", full_disk, *sets(*SYNTH), timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    job_dir = next(Path(full_disk).glob("*/jobs/train-001"))
+    assert (job_dir / "exit.json").is_file(), "the supervisor could not write exit.json"
+    rec = read_json(job_dir / "exit.json")
+    assert rec["disk_full"]["error"] == "ENOSPC", rec
+    status = job_status(job_dir)
+    assert status.state == "crashed", status.label()
+    assert status.reason.startswith("no space left on device (ENOSPC) while writing artifacts/"), status.label()
+    assert rec["removed_partial"] and all(p.endswith(".tmp") for p in rec["removed_partial"])
+    assert list((job_dir / "artifacts").rglob("*.tmp")) == []
+    assert "no space left on device (ENOSPC)" in proc.stdout
+    listed = json.loads(run_cli("sessions", "--json", "--sessions", full_disk).stdout)
+    assert listed[0]["jobs"][0]["reason"] == status.reason
