@@ -22,6 +22,7 @@ from tests.fixtures.ascend_fakes import (
     VERSIONS_800IA2, command_output, fixture_path, fixture_text, install_fake_npu_smi, make_fake_ascend_tree, section,
 )
 from workbench.atomic import read_json
+from workbench.childproc import pid_running
 from workbench.envvars import MASK
 
 SUMMARY_KEYS = ["python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "probes",
@@ -173,15 +174,7 @@ def test_probe_that_hangs_and_probe_that_segfaults_do_not_stop_the_others(sessio
 def _alive(pid: int) -> bool:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        try:
-            with open("/proc/%d/stat" % pid) as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return False
-        except OSError:
+        if not pid_running(pid):
             return False
         time.sleep(0.05)
     return True

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import run_cli, wait_for
 from workbench.atomic import read_json
+from workbench.childproc import pid_running
 from workbench.protocol import read_all
 from workbench.report.collect import collect
 from workbench.runner import JobRunner
@@ -63,10 +64,9 @@ def processes_of(job_dir: Path) -> List[str]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
+        if not pid_running(int(entry)):
+            continue
         try:
-            with open("/proc/%s/stat" % entry, "rb") as fh:
-                if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    continue
             with open("/proc/%s/cmdline" % entry, "rb") as fh:
                 cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
             cwd = os.readlink("/proc/%s/cwd" % entry)

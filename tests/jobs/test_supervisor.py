@@ -12,6 +12,7 @@ from typing import List
 
 import pytest
 
+from workbench import childproc
 from workbench.atomic import read_json
 from workbench.protocol import EventReader, read_all, validate_file
 from workbench.runner import JobRunner
@@ -62,29 +63,14 @@ def exit_record(job_dir: Path) -> dict:
     return read_json(job_dir / "exit.json")
 
 
-def _stat(pid: int):
-    try:
-        with open("/proc/%d/stat" % pid) as fh:
-            return fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
 def pid_running(pid: int) -> bool:
     """True while the process exists and is not a zombie (nothing here reaps orphans)."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
+    return childproc.pid_running(pid)
 
 
 def live_group_members(pgid: int) -> List[int]:
     """Processes of a group that still run (zombies excluded)."""
-    members = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            fields = _stat(int(name))
-            if fields and int(fields[2]) == pgid and fields[0] != "Z":
-                members.append(int(name))
-    return members
+    return childproc.group_members(pgid)
 
 
 def step_count(job_dir: Path) -> int:

@@ -17,6 +17,7 @@ from screens.app import WorkbenchApp
 from tests.conftest import PROJECT_ROOT, cli_env
 from tests.ui.recorded import until
 from workbench.atomic import write_json
+from workbench.childproc import pid_running
 from workbench.cli import build_parser
 from workbench.config import defaults
 from workbench.protocol import validate_file
@@ -90,10 +91,7 @@ def _children(pid: int):
 
 
 def _gone(pid: int) -> bool:
-    try:
-        return Path("/proc/%d/stat" % pid).read_text().split(")")[-1].split()[0] == "Z"
-    except OSError:
-        return True
+    return not pid_running(pid)
 
 
 def test_sigkill_of_the_attached_tui_does_not_touch_the_job(run_cli, sessions, wait_for):

@@ -12,6 +12,7 @@ import pytest
 
 from tests.fixtures.ascend_fakes import command_output, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.ascend.npusmi import NOT_FOUND_RC, TIMEOUT_RC, classify_failure, parse_board, parse_info, run_npu_smi
+from workbench.childproc import group_members
 
 INFO = "npu-smi-info_910B3_x8_with_processes.txt"
 DCMI = "docker-container_npu-smi_dcmi-8020_and_toolkit-info-8.0.0.txt"
@@ -68,18 +69,7 @@ def test_missing_npu_smi(tmp_path, monkeypatch):
 
 def live_group_members(pgid: int) -> List[int]:
     """Pids of non-zombie processes in process group `pgid` (read from /proc)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+    return group_members(pgid)
 
 
 def test_hanging_npu_smi_is_killed_at_timeout(fake_bin, tmp_path):

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
-from workbench.childproc import run_child
+from workbench.childproc import pid_running, run_child
 
 
 def _gone(pid: int, within_s: float = 5.0) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            with open("/proc/%d/stat" % pid) as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except OSError:
+        if not pid_running(pid):
             return True
         time.sleep(0.05)
     return False
