@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from workbench import __version__
 from workbench.atomic import read_json, write_json, write_text
-from workbench.childproc import pid_running, stop_group
+from workbench.childproc import group_alive, pid_running, stop_group
 from workbench.config import dump
 from workbench.device import DEVICE_JOBS, lock_name, resolve
 from workbench.session import SessionStore, job_status
@@ -144,7 +145,12 @@ class JobRunner:
             grace_s = float(read_json(job_dir / "job.json").get("grace_s") or 5)
         except (OSError, ValueError):
             grace_s = 5.0
-        return stop_group(pids["pgid"], grace_s)
+        if not group_alive(pids["pgid"]):
+            return False
+        # Off the caller's thread (the TUI must not freeze for grace_s); not a daemon, so a CLI
+        # that exits right after still waits for the SIGKILL.
+        threading.Thread(target=stop_group, args=(pids["pgid"], grace_s), name="stop-orphaned-job").start()
+        return True
 
     @staticmethod
     def wait(job_dir: Path, timeout_s: Optional[float] = None, poll_s: float = 0.1) -> bool:
