@@ -5,14 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
-import threading
 import time
 from typing import Any, Dict, List, Literal, Optional
 
 VERSION = 1
-# Every signal that can be held off while an event line is written (None where there is no sigmask).
-_SIGMASK = signal.valid_signals() if hasattr(signal, "pthread_sigmask") else None
 
 
 class Evidence:
@@ -98,7 +94,7 @@ class EventWriter:
         self.seq = 0
         self.extra = dict(extra or {})
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._torn = False  # a failed write left a line without its newline
+        self._unsure = False  # a write failed or was interrupted: the file may end mid-line
 
     def emit(self, type_: str, fsync: bool = False, **fields: Any) -> Dict[str, Any]:
         """Write one event; fsync when `fsync` (epoch ends, finished). Any field name is free, `sync` too."""
@@ -128,40 +124,43 @@ class EventWriter:
         self._write("".join(chunks).encode("utf-8"))
 
     def _write(self, data: bytes) -> None:
-        """Append whole lines and count them into seq, with signals held off so the bookkeeping is exact."""
-        # Python runs signal handlers in the main thread, between bytecodes: one that raises
-        # (Ctrl+C) must not land between a write and the record of what it wrote.
-        masked = _SIGMASK is not None and threading.current_thread() is threading.main_thread()
-        if masked:
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGMASK)
-        try:
-            self._append(data)
-        finally:
-            if masked:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        """Append whole lines and count them into seq; after a write cut short, the next line starts fresh.
 
-    def _append(self, data: bytes) -> None:
-        """Write `data`; after a failure mid-line (ENOSPC, a file size limit) the next line starts fresh.
-
-        A regular file takes a line in one write, but a full disk can take part of it: the torn
-        part gets its newline at once, or, if even that cannot be written, before the next line.
-        Only lines that went out whole count in seq, so seq stays contiguous.
+        A regular file takes a line in one write, but a full disk (ENOSPC), a file size limit or
+        a signal whose handler raises can stop it part-way. The torn part gets its newline at
+        once when it can; otherwise, and whenever a write was interrupted before we could tell
+        how far it got, the next write first looks at the file's last byte. Only lines that went
+        out whole count in seq, so seq stays contiguous.
         """
-        prefix = b"\n" if self._torn else b""
+        prefix = b"\n" if self._unsure and not self._ends_with_newline() else b""
         out = prefix + data
         written = 0
+        self._unsure = True  # until the loop below is known to have finished
         try:
             while written < len(out):
                 written += os.write(self._fd, out[written:])
-        finally:
+        except BaseException:
             self.seq += out[len(prefix):written].count(b"\n")
-            if written:
-                self._torn = not out[:written].endswith(b"\n")
-            if self._torn and written < len(out):
+            if written and not out[:written].endswith(b"\n"):
                 try:
-                    self._torn = os.write(self._fd, b"\n") != 1
+                    os.write(self._fd, b"\n")
                 except OSError:
                     pass
+            raise
+        self._unsure = False
+        self.seq += out[len(prefix):].count(b"\n")
+
+    def _ends_with_newline(self) -> bool:
+        """True when the events file is empty or its last byte is a newline (checked only after a failure)."""
+        try:
+            with open(self.path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if size == 0:
+                    return True
+                fh.seek(size - 1)
+                return fh.read(1) == b"\n"
+        except OSError:
+            return False
 
     def close(self) -> None:
         """Fsync and close the file."""
