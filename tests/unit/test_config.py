@@ -201,3 +201,34 @@ def test_dump_round_trips(no_user_file):
     cfg = load(sets=["drill.steps=3", "export.formats=[mindir]", "data.dir=/"], user_file=no_user_file)
     assert yaml.safe_load(dump(cfg)) == cfg
     assert list(yaml.safe_load(dump(cfg))) == list(SCHEMA)  # schema order, not sorted
+
+
+@pytest.mark.parametrize("item, why", [
+    ("export.formats=[onnx]", "item 0 is 'onnx': not an allowed value"),
+    ("export.formats=[ckpt, lite]", "item 1 is 'lite': not an allowed value"),
+    ("export.batch_sizes=[64, 0]", "item 1 is 0: too small"),
+    ("export.batch_sizes=[70000]", "item 0 is 70000: too large"),
+    ("export.batch_sizes=[1, true]", "item 1 is True: got a boolean"),
+])
+def test_list_items_have_choices_and_ranges(item, why, no_user_file):
+    with pytest.raises(ConfigError) as info:
+        load(sets=[item], user_file=no_user_file)
+    message = str(info.value)
+    assert why in message, message
+    key = item.split("=")[0]
+    expected = {"export.formats": "list of str each one of ckpt, mindir",
+                "export.batch_sizes": "list of int each >= 1 <= 65536"}[key]
+    assert "expected %s" % expected in message, message
+
+
+def test_the_export_formats_are_what_the_export_job_writes():
+    from workbench.config import EXPORT_FORMATS
+
+    assert SCHEMA["export"]["formats"].item_choices == EXPORT_FORMATS == ("ckpt", "mindir")
+
+
+def test_mindir_needs_a_batch_size(no_user_file):
+    with pytest.raises(ConfigError, match="'export.batch_sizes' is empty while 'export.formats' has mindir"):
+        load(sets=["export.batch_sizes=[]"], user_file=no_user_file)
+    cfg = load(sets=["export.batch_sizes=[]", "export.formats=[ckpt]"], user_file=no_user_file)
+    assert get(cfg, "export.batch_sizes") == [] and get(cfg, "export.formats") == ["ckpt"]
