@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 import shutil
@@ -13,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from workbench import config_yaml
-from workbench.refs import BadReference, check_job_ref, job_ref_expected
+from workbench.refs import check_job_ref, job_ref_expected
 
 USER_FILE = Path(os.path.expanduser("~/.config/ms-workbench/config.yaml"))
 TARGETS = ("auto", "CPU", "GPU", "Ascend")
@@ -97,12 +98,8 @@ def _interpreter(value: str) -> str:
 
 
 def _job_ref(key: str) -> Field:
-    def check(value: str) -> str:
-        try:
-            return check_job_ref(key, value)
-        except BadReference as exc:
-            raise ValueError(str(exc))
-    return _f(None, str, nullable=True, check=check, expects=job_ref_expected(key))
+    # BadReference is a ValueError: _check turns it into a ConfigError naming the key and the source.
+    return _f(None, str, nullable=True, check=functools.partial(check_job_ref, key), expects=job_ref_expected(key))
 
 
 def _path(target: str, mode: str, precision: str) -> Dict[str, Field]:

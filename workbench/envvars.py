@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from workbench.masking import (  # noqa: F401  (re-exported: the env job and the record import them from here)
-    MASK, NOT_SECRET_TAILS, PAIRED_WORDS, SECRET_WORDS, mask_value, name_parts, secret_name,
-)
+from workbench.masking import MASK, mask_value, secret_name  # noqa: F401  (MASK, secret_name: re-exported)
 
 ALLOW_PREFIXES = ("ASCEND_", "GLOG_", "MS_")
 ALLOW_NAMES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")

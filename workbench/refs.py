@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
-from typing import Union
 
 SID_PATTERN = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-z]{4,8}$")  # YYYYMMDD-HHMMSS-<4 hex>
 JID_PATTERN = re.compile(r"^[a-z]+-[0-9]{3,6}$")                 # <kind>-NNN
@@ -39,13 +37,6 @@ def check_jid(jid: str) -> str:
     if not isinstance(jid, str) or not JID_PATTERN.match(jid):
         raise BadReference("%r is not a job id (expected %s)" % (jid, JID_FORM))
     return jid
-
-
-def inside(root: Union[str, Path], path: Union[str, Path]) -> bool:
-    """True when `path`, resolved, lies inside `root`, resolved."""
-    real_root = os.path.realpath(str(root))
-    real = os.path.realpath(str(path))
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def job_ref_expected(key: str) -> str:

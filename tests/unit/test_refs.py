@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.config import ConfigError, get, load
-from workbench.refs import BadReference, check_jid, check_sid, inside
+from workbench.refs import BadReference, check_jid, check_sid
 from workbench.session import SessionStore
 
 SID = "20250314-101500-a1b2"
@@ -74,11 +74,6 @@ def test_sessions_lists_only_folders_named_like_sessions(store):
     (store.root / "not-a-session").mkdir()
     (store.root / "not-a-session" / "session.json").write_text("{}")
     assert store.sessions() == [p.name for p in store.root.iterdir() if p.name != "not-a-session"]
-
-
-def test_inside():
-    assert inside("/a/b", "/a/b/c") and inside("/a/b", "/a/b")
-    assert not inside("/a/b", "/a/bc") and not inside("/a/b", "/a/b/../c")
 
 
 KEYS = ("data.from", "train.resume_from", "test.from", "align.weights_from", "export.from")

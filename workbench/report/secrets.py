@@ -9,9 +9,7 @@ import re
 from typing import Any, Iterable, Mapping, Optional, Set, Tuple
 
 from workbench.envvars import allowed_name, record_env as mask_env  # noqa: F401  (mask_env: the record's name)
-from workbench.masking import (  # noqa: F401  (re-exported for the record and its tests)
-    ASSIGNMENT, MASK, MASK_MARKERS, mask_text, secret_name, secret_parts,
-)
+from workbench.masking import MASK, MASK_MARKERS, mask_text, secret_name, secret_parts
 
 # Parent keys under which a mapping of NAME -> value is taken to be environment variables.
 ENV_KEYS = frozenset(("env", "environ", "environment", "env_vars", "environment_variables", "variables"))
