@@ -3,30 +3,27 @@
 from __future__ import annotations
 
 import copy
+import functools
+import math
 import os
-import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
+
+from workbench import config_yaml
+from workbench.refs import check_job_ref, job_ref_expected
 
 USER_FILE = Path(os.path.expanduser("~/.config/ms-workbench/config.yaml"))
 TARGETS = ("auto", "CPU", "GPU", "Ascend")
 PRECISIONS = ("fp32", "fp16", "amp-O1", "amp-O2")
+EXPORT_FORMATS = ("ckpt", "mindir")  # what jobs/export writes; MindSpore Lite is tried whenever it imports
 
 
 class ConfigError(Exception):
     """A configuration value is unknown, of the wrong type or out of range."""
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads 1e-3 as a float (YAML 1.2), the way people write learning rates."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
 
 
 @dataclass
@@ -42,25 +39,67 @@ class Field:
     doc: str = ""
     open_dict: bool = False  # a free-form mapping (not checked key by key)
     item_types: Optional[Tuple[type, ...]] = None
+    item_choices: Optional[Sequence[Any]] = None
+    item_min: Optional[float] = None
+    item_max: Optional[float] = None
+    # A last check on the typed value (a path that must exist...): returns the value to keep,
+    # raises ValueError saying why not; `expects` then describes what the key accepts.
+    check: Optional[Callable[[Any], Any]] = None
+    expects: str = ""
 
     def expected(self) -> str:
         """Describe what the key accepts."""
-        parts = ["/".join(t.__name__ for t in self.types)]
+        parts = [self.expects or "/".join(t.__name__ for t in self.types)]
         if self.item_types:
             parts[0] += " of " + "/".join(t.__name__ for t in self.item_types)
-        if self.choices:
-            parts.append("one of " + ", ".join(map(str, self.choices)))
-        if self.min is not None:
-            parts.append(">= %s" % self.min)
-        if self.max is not None:
-            parts.append("<= %s" % self.max)
+            items = _limits(self.item_choices, self.item_min, self.item_max)
+            if items:
+                parts.append("each " + " ".join(items))
+        parts += _limits(self.choices, self.min, self.max)
         if self.nullable:
             parts.append("or null")
         return " ".join(parts)
 
 
+def _limits(choices: Optional[Sequence[Any]], low: Optional[float], high: Optional[float]) -> List[str]:
+    parts = []
+    if choices:
+        parts.append("one of " + ", ".join(map(str, choices)))
+    if low is not None:
+        parts.append(">= %s" % low)
+    if high is not None:
+        parts.append("<= %s" % high)
+    return parts
+
+
 def _f(default, *types, **kw) -> Field:
     return Field(default, types or (type(default),), **kw)
+
+
+def _existing_dir(value: str) -> str:
+    """An explicit folder must exist: the search order is only for the default (null)."""
+    path = os.path.abspath(os.path.expanduser(value))  # jobs run in their own folder: relative means the caller's cwd
+    if not os.path.isdir(path):
+        raise ValueError("%s %s; only data.dir null searches the usual places"
+                         % (path, "is not a folder" if os.path.exists(path) else "does not exist"))
+    return path
+
+
+def _interpreter(value: str) -> str:
+    """An interpreter given by path must be an executable file; a bare name must be on PATH."""
+    if os.sep in value:
+        path = os.path.expanduser(value)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ValueError("%s is not an executable file" % path)
+        return path
+    if shutil.which(value) is None:
+        raise ValueError("no %s on PATH" % value)
+    return value
+
+
+def _job_ref(key: str) -> Field:
+    # BadReference is a ValueError: _check turns it into a ConfigError naming the key and the source.
+    return _f(None, str, nullable=True, check=functools.partial(check_job_ref, key), expects=job_ref_expected(key))
 
 
 def _path(target: str, mode: str, precision: str) -> Dict[str, Field]:
@@ -73,19 +112,20 @@ def _path(target: str, mode: str, precision: str) -> Dict[str, Field]:
 
 
 SCHEMA: Dict[str, Any] = {
-    "python": _f(None, str, nullable=True, doc="interpreter that runs jobs (default: this one)"),
+    "python": _f(None, str, nullable=True, check=_interpreter, expects="an executable interpreter",
+                 doc="interpreter that runs jobs (default: this one)"),
     "glog_v": _f(3, int, min=0, max=4, doc="GLOG_v for jobs"),
     "device": {
         "target": _f("auto", str, choices=TARGETS),
         "id": _f(0, int, min=0),
     },
     "data": {
-        "dir": _f(None, str, nullable=True),
+        "dir": _f(None, str, nullable=True, check=_existing_dir, expects="an existing folder"),
         "source": _f("official", str, choices=("official", "synthetic")),
         "val_fraction": _f(0.1, float, min=0.001, max=0.5),
         "split_seed": _f(37, int, min=0),
         "scale": _f("/255", str, choices=("/255",)),
-        "from": _f(None, str, nullable=True, doc="data job id or split path to reuse"),
+        "from": _job_ref("data.from"),  # a data job (or a folder holding split.json) whose split is reused
         "synthetic_train": _f(2000, int, min=20),
         "synthetic_test": _f(500, int, min=10),
         "preview_per_class": _f(4, int, min=1, max=16),
@@ -108,7 +148,7 @@ SCHEMA: Dict[str, Any] = {
         "feed": _f("numpy", str, choices=("numpy", "dataset")),
         "train_limit": _f(0, int, min=0, doc="0 = whole split; else first N train samples"),
         "val_limit": _f(0, int, min=0),
-        "resume_from": _f(None, str, nullable=True),
+        "resume_from": _job_ref("train.resume_from"),
         "profile": {"steps": _f(0, int, min=0, max=1000)},
         "parallel": {
             "workers": _f(1, int, min=1, max=1024),
@@ -120,7 +160,7 @@ SCHEMA: Dict[str, Any] = {
                              doc="tests only: this rank is killed by SIGSEGV after its 2nd training step"),
         },
     },
-    "test": {"from": _f(None, str, nullable=True)},
+    "test": {"from": _job_ref("test.from")},
     "align": {
         "reference": _path("CPU", "pynative", "fp32"),
         "candidate": _path("CPU", "graph", "fp32"),
@@ -131,12 +171,13 @@ SCHEMA: Dict[str, Any] = {
         "steps": _f(0, int, min=0, max=100, doc="optimizer steps to compare weights after"),
         "batch": _f(64, int, min=1, max=6000),
         "sample_seed": _f(0, int, min=0),
-        "weights_from": _f(None, str, nullable=True),
+        "weights_from": _job_ref("align.weights_from"),
     },
     "export": {
-        "from": _f(None, str, nullable=True),
-        "formats": _f(["ckpt", "mindir"], list, item_types=(str,)),
-        "batch_sizes": _f([64, 1, 32], list, item_types=(int,)),
+        "from": _job_ref("export.from"),
+        "formats": _f(["ckpt", "mindir"], list, item_types=(str,), item_choices=EXPORT_FORMATS),
+        "batch_sizes": _f([64, 1, 32], list, item_types=(int,), item_min=1, item_max=65536,
+                          doc="the first size is the MindIR's input signature"),
         "dynamic_batch": _f(False, bool),
         "samples_per_class": _f(2, int, min=1, max=100),
     },
@@ -183,29 +224,62 @@ def defaults(schema: Dict[str, Any] = SCHEMA) -> Dict[str, Any]:
     return out
 
 
+def _show(value: Any, limit: int = 200) -> str:
+    """repr() of a value, cut short: an error message never grows with the input."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _scalar_problem(value: Any, types: Tuple[type, ...], choices: Optional[Sequence[Any]],
+                    low: Optional[float], high: Optional[float]) -> Optional[str]:
+    """Why a (coerced) scalar does not fit, or None."""
+    if isinstance(value, bool) and bool not in types:
+        return "got a boolean"
+    if not isinstance(value, types):
+        return "got %s" % type(value).__name__
+    if isinstance(value, float) and not math.isfinite(value):
+        return "not a finite number"
+    if choices is not None and value not in choices:
+        return ""
+    if low is not None and value < low:
+        return "too small"
+    if high is not None and value > high:
+        return "too large"
+    return None
+
+
+def _coerce(value: Any, types: Tuple[type, ...]) -> Any:
+    """An int where only a float is allowed becomes that float (lr=1 means 1.0)."""
+    if isinstance(value, int) and not isinstance(value, bool) and float in types and int not in types:
+        return float(value)
+    return value
+
+
 def _check(spec: Field, key: str, value: Any, source: str) -> Any:
     def fail(why: str) -> ConfigError:
-        return ConfigError("%s: key %r has value %r; expected %s%s" % (
-            source, key, value, spec.expected(), (" (" + why + ")") if why else ""))
+        return ConfigError("%s: key %r has value %s; expected %s%s" % (
+            source, key, _show(value), spec.expected(), (" (" + why + ")") if why else ""))
 
     if value is None:
         if spec.nullable:
             return None
         raise fail("null not allowed")
-    if isinstance(value, bool) and bool not in spec.types:
-        raise fail("got a boolean")
-    if isinstance(value, int) and not isinstance(value, bool) and float in spec.types and int not in spec.types:
-        value = float(value)
-    if not isinstance(value, spec.types):
-        raise fail("got %s" % type(value).__name__)
-    if spec.choices is not None and value not in spec.choices:
-        raise fail("")
-    if spec.min is not None and value < spec.min:
-        raise fail("too small")
-    if spec.max is not None and value > spec.max:
-        raise fail("too large")
-    if spec.item_types and any(not isinstance(v, spec.item_types) or isinstance(v, bool) for v in value):
-        raise fail("an item has the wrong type")
+    value = _coerce(value, spec.types)
+    why = _scalar_problem(value, spec.types, spec.choices, spec.min, spec.max)
+    if why is not None:
+        raise fail(why)
+    if spec.item_types:
+        items = [_coerce(v, spec.item_types) for v in value]
+        for index, item in enumerate(items):
+            why = _scalar_problem(item, spec.item_types, spec.item_choices, spec.item_min, spec.item_max)
+            if why is not None:
+                raise fail("item %d is %s: %s" % (index, _show(item), why or "not an allowed value"))
+        value = items
+    if spec.check is not None:
+        try:
+            value = spec.check(value)
+        except ValueError as exc:
+            raise fail(str(exc))
     return value
 
 
@@ -237,9 +311,9 @@ def parse_set(item: str) -> Dict[str, Any]:
     if not key.strip():
         raise ConfigError("--set %r: empty key" % item)
     try:
-        value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        raise ConfigError("--set %r: value is not valid YAML: %s" % (item, exc))
+        value = config_yaml.parse(raw) if raw.strip() else None
+    except config_yaml.YamlError as exc:
+        raise ConfigError("--set %r: value is %s" % (item, exc))
     out: Dict[str, Any] = {}
     node = out
     parts = key.strip().split(".")
@@ -252,13 +326,11 @@ def parse_set(item: str) -> Dict[str, Any]:
 def load_file(path: Path) -> Any:
     """Read a YAML config file, naming it in any error."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return config_yaml.read(Path(path))
     except OSError as exc:
         raise ConfigError("%s: cannot read config file: %s" % (path, exc.strerror or exc))
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        raise ConfigError("%s: not valid YAML: %s" % (path, exc))
+    except config_yaml.YamlError as exc:
+        raise ConfigError("%s: %s" % (path, exc))
 
 
 def load(config_file: Optional[str] = None, sets: Sequence[str] = (), user_file: Optional[Path] = None,
@@ -274,8 +346,17 @@ def load(config_file: Optional[str] = None, sets: Sequence[str] = (), user_file:
         merge(cfg, layer, source)
     for item in sets:
         merge(cfg, parse_set(item), "--set %s" % item)
-    if cfg["data"]["dir"]:  # jobs run in their own folder: a relative path means the caller's cwd
-        cfg["data"]["dir"] = os.path.abspath(os.path.expanduser(cfg["data"]["dir"]))
+    check_effective(cfg)
+    return cfg
+
+
+def check_effective(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Rules between keys, checked once all layers are merged."""
+    export = cfg["export"]
+    if "mindir" in export["formats"] and not export["batch_sizes"]:
+        raise ConfigError("the effective config: key 'export.batch_sizes' is empty while 'export.formats' has mindir; "
+                          "expected at least one size (the first is the MindIR's input signature), for example "
+                          "[64, 1, 32]")
     return cfg
 
 

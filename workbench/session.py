@@ -16,6 +16,7 @@ from workbench import __version__
 from workbench.atomic import read_json, write_json
 from workbench.childproc import pid_running
 from workbench.protocol import tail_events
+from workbench.refs import SID_PATTERN, BadReference, check_jid, check_sid
 
 
 def sessions_root(explicit: Optional[str] = None) -> Path:
@@ -147,8 +148,8 @@ class SessionStore:
         return sid
 
     def session_dir(self, sid: str) -> Path:
-        """Folder of a session; an error naming the root if it does not exist."""
-        path = self.root / sid
+        """Folder of a session; BadReference for a malformed id, FileNotFoundError naming the root if absent."""
+        path = self.root / check_sid(sid)  # an id has no slash or dot: the path stays under the root
         if not (path / "session.json").exists():
             raise FileNotFoundError("no session %r under %s" % (sid, self.root))
         return path
@@ -157,7 +158,8 @@ class SessionStore:
         """Session ids, oldest first."""
         if not self.root.exists():
             return []
-        return sorted(p.name for p in self.root.iterdir() if (p / "session.json").exists())
+        return sorted(p.name for p in self.root.iterdir()
+                      if SID_PATTERN.match(p.name) and (p / "session.json").exists())
 
     def info(self, sid: str) -> Dict[str, Any]:
         """The session.json of a session."""
@@ -183,11 +185,17 @@ class SessionStore:
         return sorted(dirs, key=lambda p: (read_json(p / "job.json").get("created", 0), p.name))
 
     def find_job(self, ref: str, sid: Optional[str] = None) -> Path:
-        """Resolve 'jid', 'sid/jid' or a path to a job folder."""
-        if os.path.isdir(ref) and os.path.exists(os.path.join(ref, "job.json")):
-            return Path(ref).resolve()
-        if "/" in ref:
-            sid, ref = ref.split("/", 1)
+        """Resolve 'jid' or 'sid/jid' to a job folder under the root (ids only, never a path)."""
+        given = ref
+        try:
+            if "/" in ref:
+                sid, ref = ref.split("/", 1)
+                check_sid(sid)
+            check_jid(ref)
+            if sid is not None:
+                check_sid(sid)
+        except BadReference as exc:
+            raise BadReference("job reference %r: %s" % (given, exc))
         candidates = [sid] if sid else list(reversed(self.sessions()))
         for s in candidates:
             path = self.root / s / "jobs" / ref

@@ -70,13 +70,21 @@ def test_layering_user_file_then_config_then_set(tmp_path):
     assert get(load(sets=["drill.steps=3", "drill.steps=4"], user_file=user), "drill.steps") == 4
 
 
+def executable(path):
+    """A tiny executable file standing for an interpreter; returns its path as a string."""
+    path.write_text("#!/bin/sh\n", encoding="utf-8")
+    path.chmod(0o755)
+    return str(path)
+
+
 def test_extra_layer_sits_between_config_and_set(tmp_path, no_user_file):
-    project = write_yaml(tmp_path / "project.yaml", {"python": "/from/config"})
-    cfg = load(str(project), [], user_file=no_user_file, extra=[("--python", {"python": "/from/flag"})])
-    assert cfg["python"] == "/from/flag"
-    cfg = load(str(project), ["python=/from/set"], user_file=no_user_file,
-               extra=[("--python", {"python": "/from/flag"})])
-    assert cfg["python"] == "/from/set"
+    from_config, from_flag, from_set = (executable(tmp_path / n) for n in ("config-py", "flag-py", "set-py"))
+    project = write_yaml(tmp_path / "project.yaml", {"python": from_config})
+    cfg = load(str(project), [], user_file=no_user_file, extra=[("--python", {"python": from_flag})])
+    assert cfg["python"] == from_flag
+    cfg = load(str(project), ["python=%s" % from_set], user_file=no_user_file,
+               extra=[("--python", {"python": from_flag})])
+    assert cfg["python"] == from_set
 
 
 @pytest.mark.parametrize("item, key, value", [
@@ -91,11 +99,11 @@ def test_extra_layer_sits_between_config_and_set(tmp_path, no_user_file):
     ("data.dir=null", "data.dir", None),
     ("data.dir=~", "data.dir", None),
     ("data.dir=", "data.dir", None),
-    ("data.dir=/tmp/fm", "data.dir", "/tmp/fm"),
+    ("data.dir=/tmp", "data.dir", "/tmp"),
     ("drill.crash_signal=SIGSEGV", "drill.crash_signal", "SIGSEGV"),
-    ("export.formats=[ckpt, onnx]", "export.formats", ["ckpt", "onnx"]),
+    ("export.formats=[ckpt]", "export.formats", ["ckpt"]),
+    ("export.formats=[]", "export.formats", []),
     ("export.batch_sizes=[1,8]", "export.batch_sizes", [1, 8]),
-    ("export.batch_sizes=[]", "export.batch_sizes", []),
 ])
 def test_set_values_are_yaml_scalars(item, key, value, no_user_file):
     got = get(load(sets=[item], user_file=no_user_file), key)
@@ -130,7 +138,7 @@ def test_parse_set_nests_dotted_keys():
     ("model.name=resnet", "model.name", "'resnet'", "one of mlp, cnn"),
     ("device.target=npu", "device.target", "'npu'", "one of auto, CPU, GPU, Ascend"),
     ("drill.steps=null", "drill.steps", "None", "null not allowed"),
-    ("export.batch_sizes=[1, x]", "export.batch_sizes", "[1, 'x']", "an item has the wrong type"),
+    ("export.batch_sizes=[1, x]", "export.batch_sizes", "[1, 'x']", "item 1 is 'x': got str"),
     ("export.formats=ckpt", "export.formats", "'ckpt'", "got str"),
     ("drill=3", "drill", "3", "must be a mapping"),
 ])
@@ -190,6 +198,37 @@ def test_empty_user_file_is_fine(tmp_path):
 
 
 def test_dump_round_trips(no_user_file):
-    cfg = load(sets=["drill.steps=3", "export.formats=[onnx]", "data.dir=/x"], user_file=no_user_file)
+    cfg = load(sets=["drill.steps=3", "export.formats=[mindir]", "data.dir=/"], user_file=no_user_file)
     assert yaml.safe_load(dump(cfg)) == cfg
     assert list(yaml.safe_load(dump(cfg))) == list(SCHEMA)  # schema order, not sorted
+
+
+@pytest.mark.parametrize("item, why", [
+    ("export.formats=[onnx]", "item 0 is 'onnx': not an allowed value"),
+    ("export.formats=[ckpt, lite]", "item 1 is 'lite': not an allowed value"),
+    ("export.batch_sizes=[64, 0]", "item 1 is 0: too small"),
+    ("export.batch_sizes=[70000]", "item 0 is 70000: too large"),
+    ("export.batch_sizes=[1, true]", "item 1 is True: got a boolean"),
+])
+def test_list_items_have_choices_and_ranges(item, why, no_user_file):
+    with pytest.raises(ConfigError) as info:
+        load(sets=[item], user_file=no_user_file)
+    message = str(info.value)
+    assert why in message, message
+    key = item.split("=")[0]
+    expected = {"export.formats": "list of str each one of ckpt, mindir",
+                "export.batch_sizes": "list of int each >= 1 <= 65536"}[key]
+    assert "expected %s" % expected in message, message
+
+
+def test_the_export_formats_are_what_the_export_job_writes():
+    from workbench.config import EXPORT_FORMATS
+
+    assert SCHEMA["export"]["formats"].item_choices == EXPORT_FORMATS == ("ckpt", "mindir")
+
+
+def test_mindir_needs_a_batch_size(no_user_file):
+    with pytest.raises(ConfigError, match="'export.batch_sizes' is empty while 'export.formats' has mindir"):
+        load(sets=["export.batch_sizes=[]"], user_file=no_user_file)
+    cfg = load(sets=["export.batch_sizes=[]", "export.formats=[ckpt]"], user_file=no_user_file)
+    assert get(cfg, "export.batch_sizes") == [] and get(cfg, "export.formats") == ["ckpt"]

@@ -29,7 +29,10 @@ def exported(tmp_path_factory):
     copy_recorded(root)
     plant_secrets(root / SID)
     store = SessionStore(root)
+    before = _hashes(root / SID)
     out = export_session(store, SID, None, screenshots=shooter(root, SID))
+    # The session is the truth: exporting it writes only its export/ folder, never a masked file back.
+    assert _hashes(root / SID, skip_prefix="export/") == before
     return store, root / SID, out
 
 
@@ -44,13 +47,13 @@ def skeleton(markdown_text: str) -> str:
     return "\n".join(keep) + "\n"
 
 
-def _hashes(root: Path, skip=()) -> dict:
+def _hashes(root: Path, skip=(), skip_prefix=None) -> dict:
     out = {}
     for dirpath, _, files in os.walk(str(root)):
         for name in files:
             path = Path(dirpath) / name
             rel = path.relative_to(root).as_posix()
-            if rel not in skip:
+            if rel not in skip and not (skip_prefix and rel.startswith(skip_prefix)):
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 
@@ -99,10 +102,14 @@ def test_screenshots_of_the_six_screens_are_rendered_without_mindspore(exported)
     assert "drill-001" in session_svg and "SIGSEGV" in session_svg
 
 
-def test_planted_secret_is_nowhere_in_the_export_the_archive_or_the_session(exported):
+def _masked(out: Path) -> list:
+    return json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["masked"]
+
+
+def test_planted_secret_is_nowhere_in_the_export_or_the_archive(exported):
     _, session_dir, out = exported
     needles = (SECRET.encode(), API_KEY.encode())
-    for path in session_dir.rglob("*"):
+    for path in out.rglob("*"):
         if path.is_file() and not path.name.endswith(".tar.gz"):
             data = path.read_bytes()
             assert not any(n in data for n in needles), path
@@ -113,13 +120,18 @@ def test_planted_secret_is_nowhere_in_the_export_the_archive_or_the_session(expo
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "| MS_SECRET_TOKEN | %s |" % MASK in text
     assert "| environment.ASCEND_API_KEY | %s |" % MASK in text
+    # The masked copies are named, and the session folder still holds the originals.
+    assert _masked(out) == ["jobs/env-001/events.jsonl", "jobs/env-001/job.json", "jobs/env-001/stderr.log"]
+    assert "Masked copies" in text and "`jobs/env-001/stderr.log`" in text
+    assert SECRET.encode() in (session_dir / "jobs" / "env-001" / "stderr.log").read_bytes()
 
 
-def test_manifest_verifies_with_sha256sum_in_the_session_folder(exported):
+def test_manifest_verifies_in_the_session_folder_but_for_the_masked_copies(exported):
     _, session_dir, out = exported
     proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(session_dir),
                           capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    failed = sorted(line.rsplit(": ", 1)[0] for line in proc.stdout.splitlines() if not line.endswith(": OK"))
+    assert failed == _masked(out), proc.stdout[-2000:] + proc.stderr
     listed = {line.split("  ", 1)[1] for line in (out / "manifest.sha256").read_text().splitlines()}
     on_disk = set(_hashes(session_dir, skip=("export/manifest.sha256", "export/%s.tar.gz" % SID)))
     assert listed == on_disk
@@ -129,8 +141,9 @@ def test_archive_unpacks_to_the_same_tree(exported, tmp_path):
     _, session_dir, out = exported
     with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
         tar.extractall(str(tmp_path), filter="data")
-    unpacked = _hashes(tmp_path / SID)
-    assert unpacked == _hashes(session_dir, skip=("export/%s.tar.gz" % SID,))
+    masked = _masked(out)
+    unpacked = _hashes(tmp_path / SID, skip=masked)
+    assert unpacked == _hashes(session_dir, skip=["export/%s.tar.gz" % SID] + masked)
     proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(tmp_path / SID),
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:]

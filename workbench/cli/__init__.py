@@ -19,6 +19,7 @@ from typing import List, Optional
 from workbench import __version__
 from workbench.config import ConfigError, load
 from workbench.protocol import EventReader, decode_line
+from workbench.refs import BadReference
 from workbench.runner import JOB_KINDS, JobRunner, RunnerError
 from workbench.session import SessionStore, job_status, sessions_root
 from workbench.textlog import format_event
@@ -79,11 +80,19 @@ def cmd_run(args) -> int:
     if cfg is None:
         return USAGE_ERROR
     store = SessionStore(sessions_root(args.sessions))
+    if args.session:
+        try:  # before anything is created: a bad reference leaves no trace
+            store.session_dir(args.session)
+        except (BadReference, FileNotFoundError) as exc:
+            print("error: --session %s" % exc, file=sys.stderr)
+            return USAGE_ERROR
     sid = args.session or store.create(sys.argv)
     try:
         job_dir = JobRunner(store).start(sid, args.job, cfg, command=sys.argv)
     except (RunnerError, FileNotFoundError) as exc:
         print("error: %s" % exc, file=sys.stderr)
+        if not args.session:
+            _remove_if_empty(store, sid)
         return USAGE_ERROR
     if args.detach:
         print(job_dir)
@@ -148,6 +157,19 @@ def resume_command(job_dir: Path, sid: str) -> Optional[str]:
         shlex.quote("train.resume_from=%s" % job_dir))
 
 
+def _remove_if_empty(store: SessionStore, sid: str) -> None:
+    """Remove a session this command just created when no job was started in it."""
+    session_dir = store.session_dir(sid)
+    jobs = session_dir / "jobs"
+    try:
+        if jobs.is_dir() and not any(jobs.iterdir()):
+            jobs.rmdir()
+            (session_dir / "session.json").unlink()
+            session_dir.rmdir()
+    except OSError:
+        pass  # something else is in it now: leave it
+
+
 def _latest_job(store: SessionStore, ref: Optional[str]) -> Path:
     if ref and "/" in ref:
         return store.find_job(ref)
@@ -166,7 +188,7 @@ def cmd_watch(args) -> int:
     store = SessionStore(sessions_root(args.sessions))
     try:
         job_dir = _latest_job(store, args.ref)
-    except FileNotFoundError as exc:
+    except (BadReference, FileNotFoundError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
     print("watching %s" % job_dir, file=sys.stderr)
@@ -219,6 +241,11 @@ def cmd_export(args) -> int:
     if sid is None:
         print("error: no sessions under %s" % store.root, file=sys.stderr)
         return USAGE_ERROR
+    try:
+        store.session_dir(sid)
+    except (BadReference, FileNotFoundError) as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
     shots = None if args.no_screenshots else shooter(store.root, sid)
     try:
         out = export_session(store, sid, Path(args.out) if args.out else None, screenshots=shots)
@@ -251,7 +278,7 @@ def open_app(args, sid: Optional[str]) -> int:
     if sid is not None:
         try:
             store.session_dir(sid)
-        except FileNotFoundError as exc:
+        except (BadReference, FileNotFoundError) as exc:
             print("error: %s" % exc, file=sys.stderr)
             return USAGE_ERROR
     if getattr(args, "low_bandwidth", False):

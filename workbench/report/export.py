@@ -7,14 +7,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from workbench.atomic import write_bytes, write_json, write_text
+from workbench.atomic import write_json, write_text
 from workbench.report import markdown, metrics_csv, svg
 from workbench.report.collect import FORMAT, collect
 from workbench.report.manifest import MANIFEST_NAME, Entry, SessionFiles, write_archive, write_manifest
 from workbench.report.secrets import Scrubber, scrub_pairs
-from workbench.session import SessionStore, job_status
+from workbench.session import SessionStore
 
 EXPORT_DIR = "export"
 
@@ -22,28 +22,22 @@ EXPORT_DIR = "export"
 Screenshooter = Callable[[Path], Dict[str, Any]]
 
 
-def _job_of(rel: str) -> Optional[str]:
-    parts = rel.split("/")
-    return parts[1] if len(parts) > 2 and parts[0] == "jobs" else None
+def scrub_session(files: SessionFiles) -> Tuple[Scrubber, List[str]]:
+    """Mask secrets in the snapshot's in-memory copies -> (the scrubber, the paths whose copy was masked).
 
-
-def scrub_session(files: SessionFiles, running: List[str]) -> Scrubber:
-    """Mask secrets in the snapshot; write the masked files back for jobs that have ended.
-
-    Writing back keeps the session folder, the manifest and the archive identical; the files of a
-    running job are only masked in the copy (its writer still appends to them).
+    The session folder is never written: it stays the truth, byte for byte. The record, the manifest
+    and the archive carry the masked copies, so those files verify only in the unpacked archive.
     """
     scrubber = scrub_pairs((e.rel, e.data) for e in files.entries.values() if e.data is not None)
-    for entry in files.entries.values():
+    masked = []
+    for rel, entry in sorted(files.entries.items()):
         if entry.data is None:
             continue
         clean = scrubber.file(entry.rel, entry.data)
-        if clean == entry.data:
-            continue
-        entry.replace(clean)
-        if _job_of(entry.rel) not in running:
-            write_bytes(entry.path, clean)
-    return scrubber
+        if clean != entry.data:
+            entry.replace(clean)
+            masked.append(rel)
+    return scrubber, masked
 
 
 def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
@@ -117,11 +111,8 @@ def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None
     export_dir = Path(out_dir).resolve() if out_dir else session_dir / EXPORT_DIR
     if out_dir and export_dir != session_dir / EXPORT_DIR:
         _check_replaceable(export_dir)  # sessions/<sid>/export is the record's own folder
-    jobs_dir = session_dir / "jobs"
-    running = [d.name for d in sorted(jobs_dir.iterdir()) if (d / "job.json").exists()
-               and job_status(d).state == "running"] if jobs_dir.is_dir() else []
     files = SessionFiles.snapshot(session_dir, exclude=(EXPORT_DIR,))
-    scrubber = scrub_session(files, running)
+    scrubber, masked = scrub_session(files)
     report = collect(store, sid, files, scrubber)
 
     export_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -132,7 +123,8 @@ def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None
                    "per_class.csv": metrics_csv.per_class_csv(report["jobs"], _class_names(report))}
         for name, text in metrics.items():
             write_text(stage / "metrics" / name, text)
-        report["files"] = {"metrics": ["metrics/%s" % n for n in metrics], "figures": figures(report, stage)}
+        report["files"] = {"metrics": ["metrics/%s" % n for n in metrics], "figures": figures(report, stage),
+                           "masked": masked}
         report["files"]["screenshots"] = screenshot_record(screenshots, stage)
         write_text(stage / "report.md", markdown.render(report))
         write_json(stage / "report.json", report)

@@ -358,6 +358,11 @@ class ReportWriter:
                  "check with `sha256sum -c export/manifest.sha256` from the session folder or from the folder the "
                  "archive unpacks to.",
                  "- `%s.tar.gz`: the whole session folder." % self.r["session"]["id"])
+        masked = f.get("masked") or []
+        if masked:
+            self.add("- Masked copies: secrets were masked in the record's copy of %d file(s), which therefore "
+                     "verify only where the archive is unpacked (the session folder keeps the originals): %s."
+                     % (len(masked), ", ".join("`%s`" % m for m in masked)))
         shots = f.get("screenshots") or {}
         if shots.get("error"):
             self.add("- Screenshots: %s (%s)." % ("some not rendered" if shots.get("files") else "not rendered",

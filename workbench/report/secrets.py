@@ -1,41 +1,27 @@
-"""Keeps secrets out of the session record: an environment allow-list and masking by name and value."""
+"""Keeps secrets out of the session record: an environment allow-list, and the one masking rule applied to
+every JSON value and text, plus every secret value found once hunted down wherever else it appears."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Iterable, Mapping, Optional, Set, Tuple
 
-from workbench.envvars import (  # one rule for every record: the env job and the session export
-    ALLOW_NAMES, ALLOW_PREFIXES, MASK, NOT_SECRET_TAILS, PAIRED_WORDS, SECRET_WORDS, allowed_name, name_parts,
-    record_env as mask_env, secret_name,
-)
+from workbench.envvars import allowed_name, record_env as mask_env  # noqa: F401  (mask_env: the record's name)
+from workbench.masking import MASK, MASK_MARKERS, mask_text, secret_name, secret_parts
 
 # Parent keys under which a mapping of NAME -> value is taken to be environment variables.
 ENV_KEYS = frozenset(("env", "environ", "environment", "env_vars", "environment_variables", "variables"))
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Za-z0-9]*)*$")
-# NAME=VALUE or NAME: VALUE in free text (logs, argv strings, YAML).
-# The value stops at markup characters so that masking text inside SVG or HTML keeps it well-formed.
-ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]*)(\s*[=:]\s*)(\"[^\"<>]*\"|'[^'<>]*'|[^\s\"',;<>&]+)")
 MIN_SECRET_CHARS = 6  # shorter values ("1", "yes", "8080") are too common to hunt for by value
 NUMBER = re.compile(r"^[-+0-9.eE:]+$")
-# Markers a job may already have put in place of a value: never hunted as secrets themselves.
-MASK_MARKERS = frozenset((MASK, "<masked>", "***", "********"))
 
 
 def huntable(value: str) -> bool:
     """True for a value worth removing wherever it appears: long enough, not a number, not a path."""
     return (len(value) >= MIN_SECRET_CHARS and value not in MASK_MARKERS and not NUMBER.match(value)
             and not value.startswith(("/", "~", "./", "../")))
-
-
-
-
-
-
-
-
 
 
 def looks_like_env(key: Optional[str], value: Any) -> bool:
@@ -51,9 +37,14 @@ def looks_like_env(key: Optional[str], value: Any) -> bool:
 
 
 def env_secret_values(environ: Optional[Mapping[str, str]] = None) -> Set[str]:
-    """Values of secret-like variables in an environment (default: this process's)."""
+    """Secrets of an environment (default: this process's): values of secret-like names, URL passwords, tokens."""
     environ = os.environ if environ is None else environ
-    return {v for k, v in environ.items() if secret_name(k) and isinstance(v, str) and huntable(v)}
+    found: Set[str] = set()
+    for name, value in environ.items():
+        if not isinstance(value, str):
+            continue
+        found.update(v for v in ([value] if secret_name(name) else secret_parts(value)) if huntable(v))
+    return found
 
 
 class Scrubber:
@@ -64,7 +55,7 @@ class Scrubber:
 
     # -- finding ---------------------------------------------------------------------------------
     def learn_obj(self, obj: Any, key: Optional[str] = None) -> None:
-        """Remember the values of secret-like names inside a JSON value."""
+        """Remember the values of secret-like names and the secrets inside strings of a JSON value."""
         if isinstance(obj, dict):
             for k, v in obj.items():
                 if isinstance(v, str) and secret_name(str(k)):
@@ -77,10 +68,9 @@ class Scrubber:
             self.learn_text(obj)
 
     def learn_text(self, text: str) -> None:
-        """Remember the values of NAME=VALUE assignments with secret-like names in free text."""
-        for match in ASSIGNMENT.finditer(text):
-            if secret_name(match.group(1)):
-                self._remember(match.group(3).strip("\"'"))
+        """Remember the secrets in free text: secret-named assignments, URL passwords, secret query values."""
+        for value in secret_parts(text):
+            self._remember(value)
 
     def _remember(self, value: str) -> None:
         if huntable(value):
@@ -88,49 +78,35 @@ class Scrubber:
 
     # -- masking ---------------------------------------------------------------------------------
     def text(self, text: str) -> str:
-        """Mask secret-like assignments and every remembered value in free text."""
-        def repl(match: "re.Match[str]") -> str:
-            if not secret_name(match.group(1)):
-                return match.group(0)
-            value = match.group(3)
-            quote = value[0] if value[:1] in ("'", '"') else ""
-            return match.group(1) + match.group(2) + quote + MASK + quote
-        text = ASSIGNMENT.sub(repl, text)
+        """Text masked by the one rule, and every remembered value removed."""
+        text = mask_text(text)
         for value in sorted(self.values, key=len, reverse=True):
             if value in text:
                 text = text.replace(value, MASK)
         return text
 
     def obj(self, obj: Any, key: Optional[str] = None) -> Any:
-        """A copy of a JSON value with secret-like fields, assignments and remembered values masked."""
+        """A copy of a JSON value with secret-like fields, URL credentials and remembered values masked."""
+        return self._walk(obj, key, cut_env=False)
+
+    def report_obj(self, obj: Any, key: Optional[str] = None) -> Any:
+        """Like obj(), and environment mappings are cut to the allow-list (what the report shows)."""
+        return self._walk(obj, key, cut_env=True)
+
+    def _walk(self, obj: Any, key: Optional[str], cut_env: bool) -> Any:
+        """The one walker: a field with a secret-like name is masked whole, every other string by text()."""
+        if cut_env and looks_like_env(key, obj):
+            obj = {k: obj[k] for k in sorted(obj) if allowed_name(str(k))}
         if isinstance(obj, dict):
             out = {}
             for k, v in obj.items():
                 if isinstance(v, str) and secret_name(str(k)) and v and v not in MASK_MARKERS:
                     out[k] = MASK
                 else:
-                    out[k] = self.obj(v, str(k))
+                    out[k] = self._walk(v, str(k), cut_env)
             return out
         if isinstance(obj, list):
-            return [self.obj(v, key) for v in obj]
-        if isinstance(obj, str):
-            return self.text(obj)
-        return obj
-
-    def report_obj(self, obj: Any, key: Optional[str] = None) -> Any:
-        """Like obj(), and environment mappings are cut to the allow-list (what the report shows)."""
-        if looks_like_env(key, obj):
-            return {k: (self.text(v) if isinstance(v, str) else v) for k, v in mask_env(obj).items()}
-        if isinstance(obj, dict):
-            out = {}
-            for k, v in obj.items():
-                if isinstance(v, str) and secret_name(str(k)) and v:
-                    out[k] = MASK
-                else:
-                    out[k] = self.report_obj(v, str(k))
-            return out
-        if isinstance(obj, list):
-            return [self.report_obj(v, key) for v in obj]
+            return [self._walk(v, key, cut_env) for v in obj]
         if isinstance(obj, str):
             return self.text(obj)
         return obj
