@@ -40,11 +40,13 @@ def expand_steps(ev: Dict[str, Any]) -> List[Dict[str, Any]]:
     """A batched `steps` line as the `step` events it stands for (a `step` line as itself)."""
     if ev.get("type") != "steps":
         return [ev]
-    losses, times = ev.get("loss") or [], ev.get("step_ms") or []
+    losses = ev.get("loss") if isinstance(ev.get("loss"), list) else []
+    times = ev.get("step_ms") if isinstance(ev.get("step_ms"), list) else []
     sizes, phases = ev.get("batch_size"), ev.get("phase")
+    first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
     out = []
     for i in range(max(len(losses), len(times))):
-        step = {"type": "step", "epoch": ev.get("epoch"), "step": ev["first_step"] + i,
+        step = {"type": "step", "epoch": ev.get("epoch"), "step": first + i,
                 "loss": losses[i] if i < len(losses) else None, "step_ms": times[i] if i < len(times) else None,
                 "batch_size": sizes[i] if isinstance(sizes, list) and i < len(sizes) else
                 (None if isinstance(sizes, list) else sizes)}
@@ -106,6 +108,7 @@ class JobRecord:
         self.seq = SeqCheck()
         self.seq_problems: List[str] = []
         self.torn_tail_bytes = 0
+        self.last_t: Optional[float] = None  # time of the latest event
 
     # -- reading -------------------------------------------------------------------------------
     def begin_file(self, name: str) -> None:
@@ -140,7 +143,7 @@ class JobRecord:
 
     def note_torn_tail(self, nbytes: int) -> None:
         """The file ends in `nbytes` of a line without its newline (torn, or still being written)."""
-        self.torn_tail_bytes = nbytes
+        self.torn_tail_bytes += nbytes
         if nbytes:
             self._damage(self.lines + 1, "torn", "%d bytes without a newline at the end" % nbytes)
 
@@ -158,6 +161,7 @@ class JobRecord:
             message = str(ev.get("message"))
             self._damage(line, _damage_kind(message), "not a JSON event: %r" % message[:80])
             self._seq_problem("line %d: not a JSON event" % line)
+            self.type_counts["log"] += 1
             self._log(ev)
             self.events += 1
             return True
@@ -171,6 +175,8 @@ class JobRecord:
         if jump is not None:
             self._seq_problem("line %d: %s" % (line, jump))
         self.events += 1
+        if type(ev.get("t")) in (int, float):
+            self.last_t = ev["t"]
         kind = ev.get("type")
         self.type_counts[kind] += 1
         if ev.get("synthetic") is True:
