@@ -333,12 +333,10 @@ def validate(event: Dict[str, Any]) -> List[str]:
     if type(event.get("t")) not in (int, float):
         problems.append("t must be unix seconds, got %r" % (event.get("t"),))
     kind = event.get("type")
-    if kind not in REQUIRED:
+    if type(kind) is not str or kind not in REQUIRED:
         problems.append("unknown type %r" % (kind,))
-        return problems
-    for name in REQUIRED[kind]:
-        if name not in event:
-            problems.append("%s event lacks %r" % (kind, name))
+    else:
+        problems.extend("%s event lacks %r" % (kind, name) for name in REQUIRED[kind] if name not in event)
     wrong = type_problem(event)
     if wrong is not None:
         problems.append(wrong)

@@ -34,6 +34,10 @@ class View:
         self.refresh()
         self.version += 1
 
+    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
+        """One event of a job (a batch of one)."""
+        self.ingest(job, [ev])
+
     def job_changed(self, job: Any) -> None:
         """A job's status changed."""
         self.record_of(job).status = job.status
