@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from workbench.jobkit import JobContext
+from workbench.metrics import median
 from workbench.profile_summary import ProfileParseError, summarize, trace_files
 
 API_PROFILE = "mindspore.profiler.profile"
@@ -42,14 +43,6 @@ def detect_api() -> Optional[str]:
     if hasattr(ms, "Profiler"):
         return API_LEGACY
     return None
-
-
-def _median(values: List[float]) -> Optional[float]:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
 class StdoutToFile:
@@ -204,7 +197,7 @@ class ProfiledWindow:
             "error": self.error, "open_s": self.open_s, "close_s": self.close_s, "step_calls_s": self.step_calls_s,
             "overhead_rule": "open_s, step_calls_s and close_s are spent outside the timed steps (writing and "
                              "parsing the trace happens there)",
-            "profiled_median_ms": _median(self.step_ms), "steady_median_ms": steady_median_ms,
+            "profiled_median_ms": median(self.step_ms), "steady_median_ms": steady_median_ms,
             "slowdown": None, "adjacent_median_ms": adjacent_median_ms, "adjacent_steps": adjacent_n,
             "slowdown_adjacent": None, "top_ops": [], "note": ""}
         med = base["profiled_median_ms"]

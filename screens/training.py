@@ -19,6 +19,7 @@ from screens.widgets.evidence import badge
 from screens.widgets.panel import Panel
 from screens.widgets.spark import Spark
 from screens.widgets.textgrid import text_grid
+from workbench.metrics import upper_median
 from workbench.views.training import TrainingView
 
 SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
@@ -60,8 +61,7 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
         compile_s = view.compile_ms[0] / 1000.0
     t.add_row("compile", _f(compile_s, "%.2f", " s") + ("  (+%d recompile)" % (len(view.compile_ms) - 1)
                                                          if len(view.compile_ms) > 1 else ""))
-    live = sorted(view.step_ms)
-    t.add_row("steady", "median %s  p95 %s" % (_f(steady.get("median_ms", live[len(live) // 2] if live else None), "%.2f", " ms"),
+    t.add_row("steady", "median %s  p95 %s" % (_f(steady.get("median_ms", upper_median(view.step_ms)), "%.2f", " ms"),
                                                _f(steady.get("p95_ms"), "%.2f", " ms")))
     # In a data-parallel run these figures are rank 0's; the rank rows follow at once, inside the
     # panel's first lines, because the panel is cut at the chart height.
@@ -82,11 +82,9 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
     return t
 
 
-def per_class_table(val: Dict[str, Any], plain: bool) -> Text:
+def per_class_table(val: Dict[str, Any], plain: bool, weakest: Optional[int] = None) -> Text:
     """Precision, recall, F1 and support per class; the weakest class highlighted."""
     rows = val.get("per_class") or []
-    f1 = [r.get("f1", 1.0) for r in rows]
-    weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None  # no highlight when all classes tie
     cells = []
     for i, r in enumerate(rows):
         style = ("reverse" if plain else "bold red") if i == weakest else ""
@@ -272,11 +270,11 @@ class TrainingScreen(WorkbenchScreen):
             epochs.update(epochs_table(view, plain, rows), layout=False)
             val = view.latest_val
             rows = val.get("per_class") or []
-            f1 = [r.get("f1", 1.0) for r in rows]
-            weakest = f1.index(min(f1)) if rows and min(f1) < max(f1) else None
+            weakest = view.weakest_class()  # workbench.metrics' rule; no highlight when every class ties
             self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest,
                                                           layout=False)
-            self.query_one("#perclass", Panel).update(per_class_table(val, plain) if rows else "", layout=False)
+            self.query_one("#perclass", Panel).update(per_class_table(val, plain, weakest) if rows else "",
+                                                      layout=False)
         if self._changed("profile", (view.jid, id(view.result))):
             prof = profile_table((view.result or {}).get("profile") or {})
             self.query_one("#profile", Static).update(prof if prof is not None else "")

@@ -7,10 +7,24 @@ percentile method, which steps count as steady) is stated in the output itself.
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-import numpy as np
+
+class _LazyModule:
+    """A module imported on first attribute use: screens read `median` and `weakest_class` without numpy."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(importlib.import_module(self._name), attr)
+        setattr(self, attr, value)  # later uses skip __getattr__
+        return value
+
+
+np: Any = _LazyModule("numpy")  # numpy costs ~0.15 s of UI start-up; jobs pay it at their first metric
 
 ZERO_DIVISION_RULE = (
     "0 when a class is never predicted (precision) or absent (recall); "
@@ -191,3 +205,18 @@ def most_confused_pairs(confusion: Any, k: int) -> List[Tuple[int, int, int]]:
     ]
     pairs.sort(key=lambda tpc: (-tpc[2], tpc[0], tpc[1]))
     return pairs[:k]
+
+
+def median(values: Iterable[float]) -> Optional[float]:
+    """Median (mean of the two middle values when n is even); None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def upper_median(values: Iterable[float]) -> Optional[float]:
+    """The upper middle value (an observed step, never an average); None for no values."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else None

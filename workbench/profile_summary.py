@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from workbench.metrics import median
+
 _OP_SUFFIX_RE = re.compile(r"-op\d+$")
 TRACE_TOOLS = {
     "chrome-trace": "Chrome trace JSON: open in Perfetto (ui.perfetto.dev), chrome://tracing or MindStudio Insight",
@@ -131,15 +133,6 @@ def short_name(full_name: str) -> str:
 def type_of(full_name: str) -> str:
     """Operator type from a full name when no table gives it: 'MatMul' for '.../MatMul-op1'."""
     return _OP_SUFFIX_RE.sub("", full_name.rsplit("/", 1)[-1])
-
-
-def _median(values: Sequence[float]) -> Optional[float]:
-    """Median, None for no values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
 def _union_ms(intervals: Iterable[Tuple[int, float]]) -> float:
@@ -283,9 +276,9 @@ def _host_ops(out: Dict[str, Any], ops: Dict[str, Dict[str, Any]], detail: Dict[
             out["per_step"] = {
                 "usable": True, "inside": found["inside"], "total": found["total"],
                 "ops": [s["ops"] for s in st],
-                "median_ops": _median([s["ops"] for s in st]), "median_op_ms": _median([s["op_ms"] for s in st]),
-                "median_busy_ms": _median([s["busy_ms"] for s in st]), "median_wall_ms": _median([s["wall_ms"] for s in st]),
-                "median_gap_ms": _median([s["gap_ms"] for s in st]),
+                "median_ops": median([s["ops"] for s in st]), "median_op_ms": median([s["op_ms"] for s in st]),
+                "median_busy_ms": median([s["busy_ms"] for s in st]), "median_wall_ms": median([s["wall_ms"] for s in st]),
+                "median_gap_ms": median([s["gap_ms"] for s in st]),
                 "rule": "launches assigned to the step whose wall-clock window holds their start; busy = union of "
                         "launch intervals; gap = wall - busy (framework, Python, feeding, launch overhead)"}
             out["host_ms_per_step"] = out["per_step"]["median_op_ms"]

@@ -1,14 +1,24 @@
-"""The v1 event protocol: one encoder, a tolerant reader and a validator."""
+"""The v1 event protocol: typed events, one encoder, a tolerant reader and a validator.
+
+Every line is `{"v": 1, "seq": n, "t": unix_s, "type": ...}` plus the fields of its type (the
+TypedDicts below; FIELD_TYPES says the JSON type of each field). Two line shapes carry steps:
+`step` (one step per line) and `steps` (a batch of consecutive steps of one epoch in one line:
+`{"epoch", "first_step", "loss": [...], "step_ms": [...], "batch_size": n or [...], "phase": str or
+[...]}`, step i of the batch being `first_step + i`). Readers and folds understand both. `device`
+lines are NPU telemetry samples (AI Core %, memory, temperature, power, health), every field optional.
+A line whose JSON is valid but whose field has the wrong type is damaged: `type_problems` names it and
+the fold (workbench.record) skips it like a torn line.
+"""
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import time
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
-VERSION = 1
+from workbench.eventfile import (VERSION, EventReader, EventWriter, decode_line, encode, read_all,  # noqa: F401
+                                 tail_events)
+from workbench.fieldtypes import (BOOL, DICT, INT, LIST, NUM, STR, FieldType, fields_problem, list_of, obj,
+                                  one_of, opt)
+
 
 
 class Evidence:
@@ -25,203 +35,292 @@ EvidenceLevel = Literal["observed-pass", "observed-fail", "blocked", "not-run"]
 STATUSES = Evidence.ALL
 FINISHED_STATUSES = ("ok", "failed", "cancelled")
 
-# Required fields per event type (beyond v, seq, t, type). Optional fields are free.
+# Required fields per event type (beyond v, seq, t, type).
 REQUIRED: Dict[str, tuple] = {
     "started": ("kind", "pid", "python", "argv", "version", "device"),
     "log": ("level", "message"),
     "check": ("id", "title", "status"),
     "progress": ("done", "total", "unit"),
     "step": ("epoch", "step", "loss", "step_ms", "batch_size"),
+    "steps": ("epoch", "first_step", "loss", "step_ms", "batch_size"),
     "epoch": ("epoch", "train_loss", "samples", "val", "is_best", "epoch_s"),
     "perf": ("first_step_s", "warmup_steps", "steady", "peak_host_rss_mb", "peak_device_mb", "sync"),
     "tensor_diff": ("name", "shape", "atol", "rtol", "max_abs", "passed"),
     "artifact": ("path", "kind", "bytes", "sha256"),
     "result": ("summary",),
     "finished": ("status", "error"),
+    "device": (),
 }
 KNOWN_TYPES = tuple(REQUIRED)
 
+
+class Envelope(TypedDict):
+    """Fields every line has."""
+
+    v: int
+    seq: int
+    t: float
+    type: str
+
+
+class DeviceResolution(TypedDict, total=False):
+    """Where a job runs: what was asked, what it resolved to, and why."""
+
+    requested: str
+    resolved: str
+    id: int
+    why: str
+
+
+class ErrorInfo(TypedDict, total=False):
+    """Why a job failed, and what to try."""
+
+    type: str
+    message: str
+    hint: Optional[str]
+
+
+class StartedEvent(Envelope, total=False):
+    """The job began: who runs it, with what, on which device (plus job-specific settings)."""
+
+    kind: str
+    pid: int
+    python: str
+    argv: List[str]
+    version: str
+    device: DeviceResolution
+    rank: int
+    scope: str
+
+
+class LogEvent(Envelope, total=False):
+    """A log line of the job (level info, warning, error; `garbage` for an unreadable line)."""
+
+    level: str
+    message: str
+    rank: int
+
+
+class CheckEvent(Envelope, total=False):
+    """One check with its evidence level and the evidence behind it."""
+
+    id: str
+    title: str
+    status: EvidenceLevel
+    detail: str
+    evidence: Dict[str, Any]
+    hint: Optional[str]
+    group: str
+    format: str
+    rank: int
+
+
+class ProgressEvent(Envelope, total=False):
+    """How far a phase got."""
+
+    done: int
+    total: int
+    unit: str
+    phase: str
+    rank: int
+
+
+class StepEvent(Envelope, total=False):
+    """One training step."""
+
+    epoch: int
+    step: int
+    global_step: int
+    loss: Union[float, str]  # "nan", "inf", "-inf" for non-finite values
+    step_ms: float
+    batch_size: int
+    phase: str  # compile, recompile, warmup, steady, profiled
+    rank: int
+
+
+class StepsEvent(Envelope, total=False):
+    """Consecutive steps of one epoch in one line (per-step values in lists)."""
+
+    epoch: int
+    first_step: int
+    global_step: int  # global step of the first one
+    loss: List[Union[float, str]]
+    step_ms: List[float]
+    batch_size: Union[int, List[int]]
+    phase: Union[str, List[str]]
+    rank: int
+
+
+class ClassMetrics(TypedDict, total=False):
+    """Precision, recall, F1 and support of one class."""
+
+    precision: float
+    recall: float
+    f1: float
+    support: int
+
+
+class ValMetrics(TypedDict, total=False):
+    """Validation metrics of an epoch."""
+
+    accuracy: float
+    macro_f1: float
+    per_class: List[ClassMetrics]
+    confusion: List[List[int]]
+    samples: int
+
+
+class EpochEvent(Envelope, total=False):
+    """An epoch ended: its training loss and validation metrics."""
+
+    epoch: int
+    train_loss: float
+    samples: int
+    val: ValMetrics
+    is_best: bool
+    epoch_s: float
+    rank: int
+
+
+class SteadyStats(TypedDict, total=False):
+    """Statistics of the steady steps."""
+
+    n: int
+    median_ms: Optional[float]
+    p95_ms: Optional[float]
+    images_per_s: Optional[float]
+
+
+class PerfEvent(Envelope, total=False):
+    """Compile time, steady step times and memory, with the rules they were measured by."""
+
+    first_step_s: Optional[float]
+    warmup_steps: int
+    steady: SteadyStats
+    peak_host_rss_mb: Optional[float]
+    peak_device_mb: Optional[float]
+    sync: str
+    scope: str  # run or epoch
+    epoch: int
+    batch_size: int
+    rank: int
+
+
+class TensorDiffEvent(Envelope, total=False):
+    """One tensor compared between the reference and the candidate path."""
+
+    name: str
+    shape: Union[List[int], Dict[str, Optional[List[int]]]]
+    dtype: Union[str, Dict[str, Optional[str]]]
+    ref: str
+    cand: str
+    atol: float
+    rtol: float
+    max_abs: Optional[float]
+    max_rel: Optional[float]
+    mismatch_ratio: Optional[float]
+    worst_index: Optional[List[int]]
+    worst: Optional[Dict[str, Any]]
+    passed: bool
+
+
+class ArtifactEvent(Envelope, total=False):
+    """A file the job wrote, with its hash."""
+
+    path: str
+    kind: str
+    bytes: int
+    sha256: str
+    rank: int
+
+
+class ResultEvent(Envelope, total=False):
+    """The job's machine-readable summary."""
+
+    summary: Dict[str, Any]
+    rank: int
+
+
+class FinishedEvent(Envelope, total=False):
+    """The job's last line: ok, failed or cancelled, and why."""
+
+    status: Literal["ok", "failed", "cancelled"]
+    error: Optional[ErrorInfo]
+    rank: int
+
+
+class DeviceEvent(Envelope, total=False):
+    """One NPU telemetry sample (npu-smi); every field is optional."""
+
+    ai_core_pct: float
+    mem_used_mb: float
+    mem_total_mb: float
+    temp_c: float
+    power_w: float
+    health: str
+    npu: int
+    chip: int
+
+
+EVENT_TYPES = {"started": StartedEvent, "log": LogEvent, "check": CheckEvent, "progress": ProgressEvent,
+               "step": StepEvent, "steps": StepsEvent, "epoch": EpochEvent, "perf": PerfEvent,
+               "tensor_diff": TensorDiffEvent, "artifact": ArtifactEvent, "result": ResultEvent,
+               "finished": FinishedEvent, "device": DeviceEvent}
+
+LEVEL = one_of(*Evidence.ALL)
+SHAPE = list_of(INT)
+PER_CLASS = list_of(obj(precision=opt(NUM), recall=opt(NUM), f1=opt(NUM), support=opt(INT)))
+NUMS = list_of(opt(NUM))
+# The JSON type of each field a reader uses, per event type (fields not named here are free).
+ENVELOPE: Dict[str, FieldType] = {"seq": INT, "t": opt(INT | FieldType("a number", (float,))), "type": STR, "rank": INT, "synthetic": BOOL}
+FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
+    "started": {"kind": STR, "pid": INT, "python": STR, "argv": list_of(STR), "version": STR,
+                "device": obj(requested=opt(STR), resolved=opt(STR), id=opt(INT), why=opt(STR)),
+                "scope": opt(STR), "split_seed": opt(INT), "val_fraction": opt(NUM), "data_dir": opt(STR),
+                "mode": opt(STR), "precision": opt(STR), "reference": opt(STR), "candidate": opt(STR)},
+    "log": {"level": STR, "message": STR},
+    "check": {"id": STR, "title": STR, "status": LEVEL, "detail": opt(STR), "evidence": opt(DICT),
+              "hint": opt(STR), "group": opt(STR), "format": opt(STR), "batch_size": opt(INT)},
+    "progress": {"done": NUM, "total": NUM, "unit": STR, "phase": opt(STR)},
+    "step": {"epoch": INT, "step": INT, "global_step": opt(INT), "loss": opt(NUM), "step_ms": opt(NUM),
+             "batch_size": opt(INT), "phase": opt(STR)},
+    "steps": {"epoch": INT, "first_step": INT, "global_step": opt(INT), "loss": NUMS, "step_ms": NUMS,
+              "batch_size": INT | list_of(INT), "phase": opt(STR | list_of(opt(STR)))},
+    "epoch": {"epoch": INT, "train_loss": opt(NUM), "samples": opt(INT), "is_best": BOOL, "epoch_s": opt(NUM),
+              "val": obj(accuracy=opt(NUM), macro_f1=opt(NUM), per_class=opt(PER_CLASS),
+                         confusion=opt(list_of(list_of(INT))), samples=opt(INT))},
+    "perf": {"first_step_s": opt(NUM), "warmup_steps": opt(INT), "peak_host_rss_mb": opt(NUM),
+             "peak_device_mb": opt(NUM), "sync": opt(STR), "scope": opt(STR), "epoch": opt(INT),
+             "batch_size": opt(INT), "recompile": opt(LIST), "device_memory_note": opt(STR),
+             "steady": opt(obj(n=opt(INT), median_ms=opt(NUM), p95_ms=opt(NUM), images_per_s=opt(NUM)))},
+    "tensor_diff": {"name": STR, "shape": opt(SHAPE | obj(ref=opt(SHAPE), cand=opt(SHAPE))),
+                    "dtype": opt(STR | obj(ref=opt(STR), cand=opt(STR))), "ref": opt(STR), "cand": opt(STR),
+                    "atol": opt(NUM), "rtol": opt(NUM), "max_abs": opt(NUM), "max_rel": opt(NUM),
+                    "mismatch_ratio": opt(NUM), "worst_index": opt(LIST), "passed": BOOL, "reason": opt(STR),
+                    "worst": opt(obj(ref=opt(NUM), cand=opt(NUM))),
+                    "flips": opt(obj(n=opt(INT), count=opt(INT), pairs=opt(LIST))),
+                    "hist": opt(obj(zeros=opt(INT), edges=opt(list_of(NUM)), counts=opt(list_of(INT)),
+                                    nonfinite=opt(INT)))},
+    "artifact": {"path": STR, "kind": STR, "bytes": INT, "sha256": STR},
+    "result": {"summary": opt(DICT)},
+    "finished": {"status": one_of(*FINISHED_STATUSES), "error": opt(obj(type=opt(STR), message=opt(STR),
+                                                                         hint=opt(STR)))},
+    "device": {"ai_core_pct": opt(NUM), "mem_used_mb": opt(NUM), "mem_total_mb": opt(NUM), "temp_c": opt(NUM),
+               "power_w": opt(NUM), "health": opt(STR), "npu": opt(INT), "chip": opt(INT)},
+}
 
 def is_main(event: Dict[str, Any]) -> bool:
     """True for events of a single-process run, of rank 0, or job-level ones (no rank)."""
     return event.get("rank") in (None, 0)
 
 
-def _clean(value: Any) -> Any:
-    """Make a value JSON-safe: non-finite floats become the strings 'nan', 'inf', '-inf'."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
-        return _clean(value.item())  # numpy scalar
-    if hasattr(value, "tolist") and callable(value.tolist):
-        return _clean(value.tolist())  # numpy array
-    return value
-
-
-def encode(event: Dict[str, Any]) -> str:
-    """Encode one event as a compact JSON line (with trailing newline)."""
-    return json.dumps(_clean(event), separators=(",", ":"), allow_nan=False) + "\n"
-
-
-def decode_line(raw: bytes) -> Dict[str, Any]:
-    """Decode one complete line; garbage becomes a `log` event carrying the raw text."""
-    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-    try:
-        event = json.loads(text)
-    except ValueError:
-        event = None
-    if not isinstance(event, dict) or "type" not in event:
-        return {"v": VERSION, "seq": None, "t": None, "type": "log", "level": "garbage",
-                "message": text, "raw": True}
-    return event
-
-
-class EventWriter:
-    """Appends events to a job's events.jsonl with contiguous seq; each line goes out whole.
-
-    The file is opened with O_APPEND and every line is written by one os.write, so the
-    ranks of a data-parallel job can share one events.jsonl: on Linux an appending write
-    to a regular file is not interleaved with another process's (seq is counted per
-    writer, hence per rank).
-    """
-
-    def __init__(self, path: str, extra: Optional[Dict[str, Any]] = None):
-        self.path = path
-        self.seq = 0
-        self.extra = dict(extra or {})
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._unsure = False  # a write failed or was interrupted: the file may end mid-line
-
-    def emit(self, type_: str, fsync: bool = False, **fields: Any) -> Dict[str, Any]:
-        """Write one event; fsync when `fsync` (epoch ends, finished). Any field name is free, `sync` too."""
-        if self._fd < 0:
-            raise ValueError("%s: event writer is closed" % self.path)
-        event = {"v": VERSION, "seq": self.seq, "t": round(time.time(), 6), "type": type_}
-        event.update(self.extra)
-        event.update(fields)
-        self._write(encode(event).encode("utf-8"))
-        if fsync:
-            os.fsync(self._fd)
-        return event
-
-    def emit_many(self, items: List[Any]) -> None:
-        """Write several (type, fields) events with one write call (the hot loop's batches)."""
-        if not items:
-            return
-        if self._fd < 0:
-            raise ValueError("%s: event writer is closed" % self.path)
-        now = round(time.time(), 6)
-        chunks = []
-        for i, (type_, fields) in enumerate(items):
-            event = {"v": VERSION, "seq": self.seq + i, "t": fields.pop("t", now), "type": type_}
-            event.update(self.extra)
-            event.update(fields)
-            chunks.append(encode(event))
-        self._write("".join(chunks).encode("utf-8"))
-
-    def _write(self, data: bytes) -> None:
-        """Append whole lines and count them into seq; after a write cut short, the next line starts fresh.
-
-        A regular file takes a line in one write, but a full disk (ENOSPC), a file size limit or
-        a signal whose handler raises can stop it part-way. The torn part gets its newline at
-        once when it can; otherwise, and whenever a write was interrupted before we could tell
-        how far it got, the next write first looks at the file's last byte. Only lines that went
-        out whole count in seq, so seq stays contiguous.
-        """
-        prefix = b"\n" if self._unsure and not self._ends_with_newline() else b""
-        out = prefix + data
-        written = 0
-        self._unsure = True  # until the loop below is known to have finished
-        try:
-            while written < len(out):
-                written += os.write(self._fd, out[written:])
-        except BaseException:
-            self.seq += out[len(prefix):written].count(b"\n")
-            if written and not out[:written].endswith(b"\n"):
-                try:
-                    os.write(self._fd, b"\n")
-                except OSError:
-                    pass
-            raise
-        self._unsure = False
-        self.seq += out[len(prefix):].count(b"\n")
-
-    def _ends_with_newline(self) -> bool:
-        """True when the events file is empty or its last byte is a newline (checked only after a failure)."""
-        try:
-            with open(self.path, "rb") as fh:
-                size = fh.seek(0, os.SEEK_END)
-                if size == 0:
-                    return True
-                fh.seek(size - 1)
-                return fh.read(1) == b"\n"
-        except OSError:
-            return False
-
-    def close(self) -> None:
-        """Fsync and close the file."""
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-
-class EventReader:
-    """Follows an events file from a byte offset; parses complete lines only."""
-
-    def __init__(self, path: str, offset: int = 0):
-        self.path = path
-        self.offset = offset
-        self._tail = b""
-
-    def read_new(self, max_bytes: int = -1) -> List[Dict[str, Any]]:
-        """Return the events completed since the last call (a torn last line waits)."""
-        return [decode_line(line) for line in self.read_lines(max_bytes) if line.strip()]
-
-    def read_lines(self, max_bytes: int = -1) -> List[bytes]:
-        """Return the raw complete lines (without newline) since the last call."""
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read(max_bytes)
-        except FileNotFoundError:
-            return []
-        if not chunk:
-            return []
-        self.offset += len(chunk)
-        data = self._tail + chunk
-        lines = data.split(b"\n")
-        self._tail = lines.pop()
-        return lines
-
-    @property
-    def pending_bytes(self) -> int:
-        """Bytes of a torn last line still waiting for its newline."""
-        return len(self._tail)
-
-
-def read_all(path: str) -> List[Dict[str, Any]]:
-    """Read every complete event of a file."""
-    return EventReader(path).read_new()
-
-
-def tail_events(path: str, max_bytes: int = 65536) -> List[Dict[str, Any]]:
-    """The complete events in the last `max_bytes` of a file (cheap status checks)."""
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return []
-    reader = EventReader(path, offset=max(0, size - max_bytes))
-    lines = reader.read_lines()
-    if reader.offset - len(b"".join(lines)) > 0 and size > max_bytes and lines:
-        lines = lines[1:]  # the first line may be cut
-    return [decode_line(line) for line in lines if line.strip()]
+def type_problem(event: Dict[str, Any]) -> Optional[str]:
+    """The first field whose JSON type is wrong for its event type (an unknown evidence level too), else None."""
+    p = fields_problem(event, ENVELOPE)
+    if p is None:
+        fields = FIELD_TYPES.get(event.get("type"))  # type: ignore[arg-type]
+        p = fields_problem(event, fields) if fields else None
+    return None if p is None else "%s %s" % (event.get("type"), p)
 
 
 def validate(event: Dict[str, Any]) -> List[str]:
@@ -229,32 +328,49 @@ def validate(event: Dict[str, Any]) -> List[str]:
     problems = []
     if event.get("v") != VERSION:
         problems.append("v must be %d, got %r" % (VERSION, event.get("v")))
-    if not isinstance(event.get("seq"), int) or event["seq"] < 0:
+    if type(event.get("seq")) is not int or event["seq"] < 0:
         problems.append("seq must be a non-negative int, got %r" % (event.get("seq"),))
-    if not isinstance(event.get("t"), (int, float)):
+    if type(event.get("t")) not in (int, float):
         problems.append("t must be unix seconds, got %r" % (event.get("t"),))
     kind = event.get("type")
-    if kind not in REQUIRED:
+    if type(kind) is not str or kind not in REQUIRED:
         problems.append("unknown type %r" % (kind,))
-        return problems
-    for name in REQUIRED[kind]:
-        if name not in event:
-            problems.append("%s event lacks %r" % (kind, name))
-    if kind == "check" and event.get("status") not in STATUSES:
-        problems.append("check status %r not in %s" % (event.get("status"), STATUSES))
-    if kind == "finished" and event.get("status") not in FINISHED_STATUSES:
-        problems.append("finished status %r not in %s" % (event.get("status"), FINISHED_STATUSES))
-    if kind == "tensor_diff" and not isinstance(event.get("passed"), bool):
-        problems.append("tensor_diff passed must be a bool")
-    if "rank" in event and not isinstance(event["rank"], int):
-        problems.append("rank must be an int")
+    else:
+        problems.extend("%s event lacks %r" % (kind, name) for name in REQUIRED[kind] if name not in event)
+    wrong = type_problem(event)
+    if wrong is not None:
+        problems.append(wrong)
     return problems
+
+
+class SeqCheck:
+    """Seq numbers per rank must run from 0 without gaps: names each jump and keeps the missing ranges."""
+
+    def __init__(self) -> None:
+        self.expected: Dict[Any, int] = {}
+        self.missing: List[Dict[str, Any]] = []  # {rank, first, last}: seq numbers never seen
+
+    def see(self, event: Dict[str, Any]) -> Optional[str]:
+        """Account for one event's seq; a problem text when it is not the one expected."""
+        rank = event.get("rank")
+        if type(rank) is not int:
+            rank = None
+        want = self.expected.get(rank, 0)
+        seq = event.get("seq")
+        if type(seq) is not int:
+            return "seq %r, expected %d" % (seq, want)
+        self.expected[rank] = seq + 1
+        if seq == want:
+            return None
+        if seq > want:
+            self.missing.append({"rank": rank, "first": want, "last": seq - 1})
+        return "seq %d, expected %d" % (seq, want)
 
 
 def validate_file(path: str) -> List[str]:
     """Validate every line of an events file, including seq contiguity per rank."""
     problems = []
-    expected: Dict[Any, int] = {}
+    seqs = SeqCheck()
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
@@ -266,9 +382,7 @@ def validate_file(path: str) -> List[str]:
                 continue
             for p in validate(event):
                 problems.append("line %d: %s" % (number, p))
-            rank = event.get("rank")
-            want = expected.get(rank, 0)
-            if event.get("seq") != want:
-                problems.append("line %d: seq %r, expected %d" % (number, event.get("seq"), want))
-            expected[rank] = (event.get("seq") or 0) + 1
+            jump = seqs.see(event)
+            if jump is not None:
+                problems.append("line %d: %s" % (number, jump))
     return problems

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from workbench.protocol import Evidence, type_problem
+from workbench.record import expand_steps
+
 
 def _num(value: Any, fmt: str = "%.4g") -> str:
     return fmt % value if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
+def damage(ev: Dict[str, Any]) -> Optional[str]:
+    """Why a JSON event line cannot be read (a field of the wrong type), or None when it can."""
+    return None if ev.get("raw") else type_problem(ev)
+
+
 def format_event(ev: Dict[str, Any], verbose_steps: int = 0) -> Optional[str]:
     """One plain line for an event, or None for events too frequent to print (most steps)."""
+    wrong = damage(ev)
+    if wrong is not None:
+        return "damaged line skipped (seq %r): %s" % (ev.get("seq"), wrong)
     kind = ev.get("type")
     rank = "[rank %s] " % ev["rank"] if "rank" in ev else ""
     if kind == "started":
@@ -21,17 +32,24 @@ def format_event(ev: Dict[str, Any], verbose_steps: int = 0) -> Optional[str]:
         return "%s%s: %s" % (rank, ev.get("level", "info"), ev.get("message", ""))
     if kind == "check":
         line = "%scheck %-13s %s — %s" % (rank, ev.get("status"), ev.get("title"), ev.get("detail") or "")
-        if ev.get("hint") and ev.get("status") in ("observed-fail", "blocked"):
+        if ev.get("hint") and ev.get("status") in (Evidence.FAIL, Evidence.BLOCKED):
             line += "\n    hint: %s" % ev["hint"]
         return line
     if kind == "progress":
         return None
-    if kind == "step":
-        step = ev.get("step") or 0
-        if verbose_steps and step % verbose_steps == 0:
-            return "%sepoch %s step %s loss %s (%s ms)" % (rank, ev.get("epoch"), step, _num(ev.get("loss")),
-                                                          _num(ev.get("step_ms"), "%.2f"))
-        return None
+    if kind in ("step", "steps"):
+        lines = []
+        for one in expand_steps(ev):
+            step = one.get("step") or 0
+            if verbose_steps and step % verbose_steps == 0:
+                lines.append("%sepoch %s step %s loss %s (%s ms)" % (rank, one.get("epoch"), step, _num(one.get("loss")),
+                                                                   _num(one.get("step_ms"), "%.2f")))
+        return "\n".join(lines) or None
+    if kind == "device":
+        return "%snpu %s chip %s: AI Core %s%%, memory %s/%s MB, %s °C, %s W, %s" % (
+            rank, ev.get("npu"), ev.get("chip"), _num(ev.get("ai_core_pct"), "%.0f"), _num(ev.get("mem_used_mb"), "%.0f"),
+            _num(ev.get("mem_total_mb"), "%.0f"), _num(ev.get("temp_c"), "%.0f"), _num(ev.get("power_w"), "%.1f"),
+            ev.get("health"))
     if kind == "epoch":
         val = ev.get("val") or {}
         return "%sepoch %s: train loss %s, val acc %s, macro-F1 %s, %s s%s" % (

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.atomic import read_json
 from workbench.protocol import EventReader
+from workbench.record import JobRecord, SessionModel
 from workbench.session import JobStatus, SessionStore, job_status
 
 STATUS_EVERY_S = 0.5
@@ -25,6 +26,7 @@ class TrackedJob:
     events: int = 0
     checked_at: float = 0.0
     drained: bool = False  # ended and read to the end after it ended: nothing more can arrive
+    record: Optional[JobRecord] = None  # the job's one fold of its events
 
     @property
     def jid(self) -> str:
@@ -61,6 +63,7 @@ class JobTracker:
         self.store = store
         self.sid = sid
         self.jobs: Dict[str, TrackedJob] = {}
+        self.model = SessionModel()  # every job's record: each line is folded here, once
         self._known_dirs = 0
         self._scanned_at = 0.0
 
@@ -78,6 +81,8 @@ class JobTracker:
             except (OSError, ValueError):
                 continue
             job = TrackedJob(path, spec, EventReader(str(path / "events.jsonl")), JobStatus("running", "", None))
+            job.record = self.model.record_for(job)
+            job.record.status = job.status
             self.jobs[path.name] = job
             batch.new_jobs.append(job)
 
@@ -93,7 +98,10 @@ class JobTracker:
                 continue
             if job.status.done:
                 job.drained = True  # this read comes after the end was seen, so it is the last one needed
-            events = job.reader.read_new()
+            lines = job.reader.read_lines()
+            events = job.record.ingest_lines(lines) if lines else []  # damaged lines are listed, not passed on
+            if job.drained:
+                job.record.note_torn_tail(job.reader.pending_bytes)
             if events:
                 job.events += len(events)
                 batch.events.append((job, events))
@@ -101,10 +109,8 @@ class JobTracker:
                 job.checked_at = now
                 status = job_status(job.dir)
                 if status.state != job.status.state or status.reason != job.status.reason or job in batch.new_jobs:
-                    job.status = status
                     batch.changed.append(job)
-                else:
-                    job.status = status
+                job.status = job.record.status = status
         return batch
 
     def ordered(self) -> List[TrackedJob]:

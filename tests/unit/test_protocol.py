@@ -173,16 +173,17 @@ def test_validator_catches_missing_fields_and_envelope():
     assert any(p.startswith("seq must be") for p in problems)
     assert any(p.startswith("t must be") for p in problems)
     assert any("seq must be" in p for p in validate(dict(step(0), seq=-1)))
-    assert validate(dict(step(0), rank="0")) == ["rank must be an int"]
+    assert validate(dict(step(0), rank="0")) == ["step rank: an int expected, got a string '0'"]
 
 
 def test_validator_catches_bad_statuses():
     for status in ("observed-pass", "observed-fail", "blocked", "not-run"):
         assert validate(ev(0, "check", id="a", title="A", status=status)) == []
-    assert any("check status 'pass'" in p for p in validate(ev(0, "check", id="a", title="A", status="pass")))
-    assert any("finished status 'success'" in p
+    assert validate(ev(0, "check", id="a", title="A", status="pass")) == [
+        "check status: one of observed-pass, observed-fail, blocked, not-run expected, got a string 'pass'"]
+    assert any("finished status: one of ok, failed, cancelled expected, got a string 'success'" in p
                for p in validate(ev(0, "finished", status="success", error=None)))
-    assert any("passed must be a bool" in p for p in validate(
+    assert any("passed: a bool expected, got a string 'yes'" in p for p in validate(
         ev(0, "tensor_diff", name="w", shape=[1], atol=0, rtol=0, max_abs=0, passed="yes")))
 
 

@@ -109,7 +109,7 @@ def test_unknown_events_garbage_torn_tail_and_seq_gaps_are_kept_not_fatal(tmp_pa
     assert job["unknown"] == [{"seq": 1, "t": 1001.0, "celsius": 71, "type": "gpu_temperature"}]
     assert job["torn_tail_bytes"] == len(b'{"v":1,"seq":4,"t":1004.0,"type":"st')
     assert any("not a JSON event" in p for p in job["seq_problems"])
-    assert any("seq 3 where 2 was expected" in p for p in job["seq_problems"])
+    assert any("seq 3, expected 2" in p for p in job["seq_problems"])
     assert job["steps"]["loss"] == [0.5]
     assert job["label"] == "failed: exited 0 without a finished event after 1.0 s"
 

@@ -22,7 +22,7 @@ from workbench.protocol import EventReader, decode_line
 from workbench.refs import BadReference
 from workbench.runner import JOB_KINDS, JobRunner, RunnerError
 from workbench.session import SessionStore, job_status, sessions_root
-from workbench.textlog import format_event
+from workbench.textlog import damage, format_event
 
 USAGE_ERROR = 2
 
@@ -56,7 +56,7 @@ def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verb
                     stream.write(raw.decode("utf-8", "replace") + "\n")
                     continue
                 ev = decode_line(raw)
-                if bar is not None:
+                if bar is not None and damage(ev) is None:
                     bar.update(ev)
                 line = format_event(ev, verbose_steps=verbose_steps if bar is None else 0)
                 if line:

@@ -15,7 +15,8 @@ import yaml
 
 from workbench import __version__
 from workbench.data.dataset import CLASS_NAMES
-from workbench.protocol import KNOWN_TYPES, STATUSES, decode_line
+from workbench.protocol import Evidence
+from workbench.record import JobRecord
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
@@ -24,9 +25,8 @@ FORMAT = "ms-workbench.report/1"
 FORMULA = "|cand − ref| ≤ atol + rtol·|ref|"
 SECTION_KINDS = {"env": "environment", "data": "data", "train": "training", "test": "training",
                  "align": "alignment", "export": "export"}
-NOT_PASSED = ("observed-fail", "blocked", "not-run")
+NOT_PASSED = (Evidence.FAIL, Evidence.BLOCKED, Evidence.NOT_RUN)
 MAX_LOG_LINES = 40
-MAX_UNKNOWN_SAMPLES = 3
 HOST_RSS_MEANS = "peak resident set size of the job's host process (all host memory it touched, not the device's)"
 DEVICE_MEM_MEANS = "peak device memory the framework reported for the job; null means it was not measured"
 
@@ -51,25 +51,13 @@ def _json(data: Optional[bytes]) -> Any:
         return None
 
 
-def parse_events(data: bytes) -> Dict[str, Any]:
-    """Complete lines as events, the torn tail's size, and seq gaps per rank."""
+def read_events(rec: JobRecord, name: str, data: bytes, transform: Any = None) -> None:
+    """Fold one events file's complete lines into `rec` (the torn tail is noted, never folded)."""
     lines = data.split(b"\n")
     tail = lines.pop()
-    events, problems, expected = [], [], {}
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        ev = decode_line(raw)
-        events.append(ev)
-        if ev.get("raw"):
-            problems.append("line %d is not a JSON event" % number)
-            continue
-        rank = ev.get("rank")
-        want = expected.get(rank, 0)
-        if ev.get("seq") != want:
-            problems.append("line %d: seq %r where %d was expected" % (number, ev.get("seq"), want))
-        expected[rank] = (ev.get("seq") if isinstance(ev.get("seq"), int) else want) + 1
-    return {"events": events, "torn_tail_bytes": len(tail), "seq_problems": problems}
+    rec.begin_file(name)
+    rec.ingest_lines(lines, transform)
+    rec.note_torn_tail(len(tail))
 
 
 class JobReader:
@@ -89,45 +77,48 @@ class JobReader:
         """The job's record: spec, status, config and what each event type said."""
         spec = self.scrub.report_obj(_json(self._read("job.json")) or {})
         exit_rec = _json(self._read("exit.json"))
-        parsed = {"events": [], "torn_tail_bytes": 0, "seq_problems": []}
+        fold = JobRecord(self.jid, str(spec.get("kind") or self.jid.rsplit("-", 1)[0]), config={}, keep_steps=True)
         names = sorted(e.rel[len(self.prefix):] for e in self.files.under(self.prefix.rstrip("/"))
                        if "/" not in e.rel[len(self.prefix):] and e.rel.endswith(".jsonl")
                        and e.rel[len(self.prefix):].startswith("events"))
         for name in sorted(names, key=lambda n: (n != "events.jsonl", n)):
-            one = parse_events(self._read(name) or b"")
-            parsed["events"] += one["events"]
-            parsed["torn_tail_bytes"] += one["torn_tail_bytes"]
-            parsed["seq_problems"] += ["%s %s" % (name, p) for p in one["seq_problems"]]
-        events = [self.scrub.report_obj(ev) for ev in parsed["events"]]
-        status = job_status(self.dir, events=events)
+            read_events(fold, name, self._read(name) or b"", self.scrub.report_obj)
+        status = job_status(self.dir, events=[fold.finished] if fold.finished else [])
         command = spec.get("command") or []
+        fin = fold.finished
         rec: Dict[str, Any] = {
-            "jid": self.jid, "kind": spec.get("kind") or self.jid.rsplit("-", 1)[0],
+            "jid": self.jid, "kind": fold.kind,
             "state": status.state, "reason": status.reason, "label": status.label(),
             "created": spec.get("created"), "created_iso": iso(spec.get("created")),
-            "ended": (exit_rec or {}).get("ended_at") or (events[-1].get("t") if events else None),
+            "ended": (exit_rec or {}).get("ended_at") or fold.last_t,
             "duration_s": status.duration_s,
             "command": command, "command_line": " ".join(shlex.quote(str(c)) for c in command),
             "python": spec.get("python"), "version": spec.get("version"), "device": spec.get("device") or {},
             "argv": spec.get("argv") or [], "env": mask_env(spec.get("env") or {}),
             "exit": exit_rec, "config_yaml": None, "config": {},
-            "events": len(events), "event_types": {}, "seq_problems": parsed["seq_problems"][:20],
-            "torn_tail_bytes": parsed["torn_tail_bytes"],
-            "started": None, "checks": [], "artifacts": [], "results": [], "result": None, "finished": None,
-            "epochs": [], "perf": [], "tensor_diffs": [], "logs": [], "progress": None, "unknown": [],
-            "steps": {"rank": [], "epoch": [], "step": [], "loss": [], "step_ms": [], "batch_size": [], "phase": []},
+            "events": fold.events, "event_types": dict(sorted(fold.type_counts.items())),
+            "seq_problems": fold.seq_problems[:20], "torn_tail_bytes": fold.torn_tail_bytes,
+            "damaged_lines": fold.damaged, "damaged_count": fold.damaged_count, "missing_seq": fold.missing_seq,
+            "started": _strip(fold.started) if fold.started else None,
+            "checks": [{"jid": self.jid, "id": ev.get("id"), "title": ev.get("title"), "status": ev.get("status"),
+                        "detail": ev.get("detail") or "", "hint": ev.get("hint"), "evidence": ev.get("evidence") or {}}
+                       for ev in fold.check_events],
+            "artifacts": [self._artifact(ev) for ev in fold.artifacts], "results": list(fold.results),
+            "finished": {"status": fin.get("status"), "error": fin.get("error"), "t": fin.get("t")} if fin else None,
+            "epochs": [_strip(e) for e in fold.epochs], "perf": [_strip(p) for p in fold.perf],
+            "tensor_diffs": [_strip(d) for d in fold.tensor_diffs],
+            "logs": [{"level": ev.get("level"), "message": str(ev.get("message", ""))[:500]}
+                     for ev in list(fold.notable_logs)[:MAX_LOG_LINES]],
+            "progress": _strip(fold.progress) if fold.progress else None,
+            "unknown": [dict(_strip(ev), type=ev.get("type")) for ev in fold.unknown],
+            "steps": fold.step_table,
         }
         rec["ended_iso"] = iso(rec["ended"])
         self._config(rec)
-        counts: Counter = Counter()
-        for ev in events:
-            kind = str(ev.get("type"))
-            counts[kind] += 1
-            self._fold(rec, kind, ev)
-        rec["event_types"] = dict(sorted(counts.items()))
         _mark_superseded(rec["artifacts"])
         rec["result"] = rec["results"][-1] if rec["results"] else None
-        rec["best_epoch"] = best_epoch(rec["epochs"])
+        best = [i for i, e in enumerate(fold.epochs) if e is fold.best_epoch]
+        rec["best_epoch"] = rec["epochs"][best[0]] if best else None
         return rec
 
     def _config(self, rec: Dict[str, Any]) -> None:
@@ -141,40 +132,6 @@ class JobReader:
             except yaml.YAMLError:
                 cfg = None
         rec["config"] = self.scrub.report_obj(cfg) if isinstance(cfg, dict) else {}
-
-    def _fold(self, rec: Dict[str, Any], kind: str, ev: Dict[str, Any]) -> None:
-        if kind == "started":
-            rec["started"] = _strip(ev)
-        elif kind == "check":
-            rec["checks"].append({"jid": self.jid, "id": ev.get("id"), "title": ev.get("title"),
-                                  "status": ev.get("status"), "detail": ev.get("detail") or "",
-                                  "hint": ev.get("hint"), "evidence": ev.get("evidence") or {}})
-        elif kind == "step":
-            steps = rec["steps"]
-            for name in ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase"):
-                steps[name].append(ev.get(name))
-        elif kind == "epoch":
-            if ev.get("rank") in (None, 0):
-                rec["epochs"].append(_strip(ev))
-        elif kind == "perf":
-            rec["perf"].append(_strip(ev))
-        elif kind == "tensor_diff":
-            rec["tensor_diffs"].append(_strip(ev))
-        elif kind == "artifact":
-            rec["artifacts"].append(self._artifact(ev))
-        elif kind == "result":
-            rec["results"].append(ev.get("summary"))
-        elif kind == "finished":
-            rec["finished"] = {"status": ev.get("status"), "error": ev.get("error"), "t": ev.get("t")}
-        elif kind == "progress":
-            rec["progress"] = _strip(ev)
-        elif kind == "log":
-            if str(ev.get("level", "")).lower() in ("warning", "warn", "error", "critical", "garbage"):
-                if len(rec["logs"]) < MAX_LOG_LINES:
-                    rec["logs"].append({"level": ev.get("level"), "message": str(ev.get("message", ""))[:500]})
-        elif kind not in KNOWN_TYPES:
-            if sum(1 for u in rec["unknown"] if u.get("type") == kind) < MAX_UNKNOWN_SAMPLES:
-                rec["unknown"].append(_strip(ev) if "type" not in ev else dict(_strip(ev), type=kind))
 
     def _artifact(self, ev: Dict[str, Any]) -> Dict[str, Any]:
         path = str(ev.get("path", ""))
@@ -199,15 +156,6 @@ def _mark_superseded(artifacts: List[Dict[str, Any]]) -> None:
     for i, a in enumerate(artifacts):
         if last[a.get("session_path") or a.get("path")] != i:
             a["on_disk"] = "superseded"
-
-
-def best_epoch(epochs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The epoch the job marked best (the last so marked), else the one with the highest accuracy."""
-    marked = [e for e in epochs if e.get("is_best")]
-    if marked:
-        return marked[-1]
-    scored = [e for e in epochs if isinstance((e.get("val") or {}).get("accuracy"), (int, float))]
-    return max(scored, key=lambda e: e["val"]["accuracy"]) if scored else None
 
 
 def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
@@ -353,7 +301,7 @@ def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
     return {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
             "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
-            "weights_identical": checks[-1]["status"] if checks else "not-run"}
+            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN}
 
 
 def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
@@ -425,13 +373,13 @@ def other_record(j: Dict[str, Any]) -> Dict[str, Any]:
 
 def checks_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Counts by evidence level, and every check that is not an observed pass, with its reason."""
-    counts = {s: 0 for s in STATUSES}
+    counts = {s: 0 for s in Evidence.ALL}
     not_passed = []
     for j in jobs:
         for check in j["checks"]:
             status = str(check.get("status"))
             counts[status] = counts.get(status, 0) + 1
-            if status != "observed-pass":
+            if status != Evidence.PASS:
                 reason = check.get("detail") or check.get("hint") or "no reason recorded"
                 not_passed.append(dict(check, reason=reason))
     return {"counts": counts, "not_passed": not_passed}
@@ -475,12 +423,12 @@ def not_verified(report: Dict[str, Any], jobs: List[Dict[str, Any]]) -> List[str
         out.append("Artifacts whose file is missing or differs from its recorded hash: %s." % ", ".join(
             "%s/%s (%s)" % (a["jid"], a.get("path"), a["on_disk"]) for a in missing[:10]))
     counts = report["checks"]["counts"]
-    if counts.get("observed-fail"):
-        out.append("%d check(s) observed a failure (listed above)." % counts["observed-fail"])
-    if counts.get("blocked") or counts.get("not-run"):
+    if counts.get(Evidence.FAIL):
+        out.append("%d check(s) observed a failure (listed above)." % counts[Evidence.FAIL])
+    if counts.get(Evidence.BLOCKED) or counts.get(Evidence.NOT_RUN):
         out.append("%d check(s) blocked and %d not run (listed above with their reasons)." % (
-            counts.get("blocked", 0), counts.get("not-run", 0)))
-    gaps = [j["jid"] for j in jobs if j["seq_problems"]]
+            counts.get(Evidence.BLOCKED, 0), counts.get(Evidence.NOT_RUN, 0)))
+    gaps = [j["jid"] for j in jobs if j["seq_problems"] or j["damaged_count"]]
     if gaps:
         out.append("Event files with gaps or damaged lines: %s." % ", ".join(gaps))
     return out

@@ -348,6 +348,27 @@ class ReportWriter:
         items = self.r["not_verified"]
         self.add(*(["- " + s for s in items] or ["Nothing that this record can detect."]))
         self.add("")
+        self.damaged_lines()
+
+    def damaged_lines(self) -> None:
+        """Which event lines were damaged (torn, merged, not JSON, wrongly typed) and which seq numbers are missing."""
+        jobs = [j for j in self.r["jobs"] if j.get("damaged_count") or j.get("missing_seq")]
+        if not jobs:
+            return
+        self.add("### Damaged event lines and missing seq numbers", "",
+                 "A damaged line was skipped: nothing it said is in this record.", "")
+        rows = [(j["jid"], d["file"], d["line"], d["what"], d["problem"]) for j in jobs for d in j["damaged_lines"]]
+        if rows:
+            self.add(*table(["job", "file", "line", "damage", "problem"], rows))
+        more = [(j["jid"], j["damaged_count"] - len(j["damaged_lines"])) for j in jobs
+                if j["damaged_count"] > len(j["damaged_lines"])]
+        for jid, n in more:
+            self.add("%s: %d more damaged line(s) not listed." % (jid, n), "")
+        gaps = [(j["jid"], "main" if m["rank"] is None else m["rank"],
+                 str(m["first"]) if m["first"] == m["last"] else "%s–%s" % (m["first"], m["last"]))
+                for j in jobs for m in j["missing_seq"]]
+        if gaps:
+            self.add(*table(["job", "rank", "missing seq"], gaps))
 
     def record_files(self) -> None:
         f = self.files

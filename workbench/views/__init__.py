@@ -1,59 +1,108 @@
-"""Plain models of what each screen shows, fed by events; no textual here."""
+"""Plain models of what each screen shows, read from the session's one fold (workbench.record); no textual here."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from workbench.record import JobRecord, SessionModel
+
 
 class View:
-    """Base of the screen models: ingest events, count changes so screens redraw only when needed."""
+    """Base of the screen models: reads job records, counts changes so screens redraw only when needed."""
 
     kinds: tuple = ()  # job kinds this view follows; empty = all
 
     def __init__(self) -> None:
         self.version = 0
+        self.session = SessionModel()  # the records of the jobs this view was shown
 
     def wants(self, kind: str) -> bool:
         """True when this view follows jobs of `kind`."""
         return not self.kinds or kind in self.kinds
 
+    def record_of(self, job: Any, events: Optional[List[Dict[str, Any]]] = None) -> JobRecord:
+        """The job's record: the tracker's (already folded), else one this view folds `events` into."""
+        own = getattr(job, "record", None)
+        rec = self.session.record_for(job)
+        if own is None and events:
+            rec.ingest(events)
+        return rec
+
     def ingest(self, job: Any, events: List[Dict[str, Any]]) -> None:
-        """Fold a batch of one job's events into the model."""
-        for ev in events:
-            self.apply(job, ev)
+        """A batch of one job's events arrived (override `refresh` to re-read the records)."""
+        self.record_of(job, events)
+        self.refresh()
         self.version += 1
 
     def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """Fold one event (override)."""
+        """One event of a job (a batch of one)."""
+        self.ingest(job, [ev])
 
     def job_changed(self, job: Any) -> None:
-        """A job's status changed (override when the view shows it)."""
+        """A job's status changed."""
+        self.record_of(job).status = job.status
+        self.refresh()
         self.version += 1
+
+    def refresh(self) -> None:
+        """Re-read what the screen shows from the records (override)."""
 
 
 class LatestJobView(View):
-    """A view that follows one job of its kinds at a time: a newer job's events replace the old one's."""
+    """A view that follows the newest job of its kinds (the session model's one rule)."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.record = JobRecord("")
         self.reset(None)
 
     def reset(self, jid: Optional[str]) -> None:
-        """Start following job `jid` (extend to clear the subclass's own fields)."""
-        self.jid = jid
-        self.status = ""
-        self.state = ""
+        """A newer job is followed (extend to clear the subclass's own fields)."""
 
-    def follow(self, job: Any) -> None:
-        """Switch to `job` when it is not the followed one."""
-        if job.jid != self.jid:
-            self.reset(job.jid)
+    def refresh(self) -> None:
+        """Follow the newest job of the kinds."""
+        newest = self.session.newest(*self.kinds)
+        if newest is not None and newest is not self.record:
+            self.record = newest
+            self.reset(newest.jid)
 
-    def job_changed(self, job: Any) -> None:
-        """Track the followed job's status."""
-        if job.jid == self.jid or self.jid is None:
-            if self.jid is None:
-                self.reset(job.jid)
-            self.status = job.status.label()
-            self.state = job.status.state
-        self.version += 1
+    @property
+    def jid(self) -> Optional[str]:
+        """The followed job's id (None before any)."""
+        return self.record.jid or None
+
+    @property
+    def status(self) -> str:
+        """The followed job's status line."""
+        return self.record.label
+
+    @property
+    def state(self) -> str:
+        """The followed job's state (running, ok, failed …)."""
+        return self.record.state
+
+    @property
+    def started(self) -> Dict[str, Any]:
+        """Its `started` event."""
+        return self.record.started
+
+    @property
+    def checks(self) -> Dict[str, Dict[str, Any]]:
+        """Its checks by id."""
+        return self.record.checks
+
+    @property
+    def progress(self) -> Dict[str, Any]:
+        """Its latest progress event."""
+        return self.record.progress
+
+    @property
+    def result(self) -> Dict[str, Any]:
+        """Its result summary ({} before it)."""
+        return self.record.result
+
+    @property
+    def error(self) -> Optional[Dict[str, Any]]:
+        """Why it failed (None unless it did)."""
+        err = self.record.error
+        return err if isinstance(err, dict) and err else None

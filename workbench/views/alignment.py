@@ -15,8 +15,8 @@ def num(value: Any, digits: int = 3) -> str:
     """A number in short scientific-or-plain form; '—' for missing, 'nan'/'inf' kept as text."""
     if isinstance(value, bool) or value is None:
         return "—"
-    if isinstance(value, str):
-        return value
+    if not isinstance(value, (int, float)):
+        return str(value)
     number = float(value)
     if number == 0.0:
         return "0"
@@ -88,7 +88,8 @@ def hist_rows(hist: Optional[Dict[str, Any]], width: int = 20) -> List[Tuple[str
         rows.append(("= 0", int(hist["zeros"])))
     edges, counts = hist.get("edges") or [], hist.get("counts") or []
     for i, count in enumerate(counts):
-        rows.append(("%s–%s" % (num(edges[i], 2), num(edges[i + 1], 2)), int(count)))
+        low, high = (edges[i] if i < len(edges) else None), (edges[i + 1] if i + 1 < len(edges) else None)
+        rows.append(("%s–%s" % (num(low, 2), num(high, 2)), int(count)))
     if hist.get("nonfinite"):
         rows.append(("non-finite", int(hist["nonfinite"])))
     top = max([c for _, c in rows] or [0])
@@ -102,39 +103,23 @@ class AlignmentView(LatestJobView):
     kinds = ("align",)
 
     def reset(self, jid: Optional[str]) -> None:
-        """Start following a new align job."""
-        super().reset(jid)
-        self.started: Dict[str, Any] = {}
-        self.sides: Dict[str, Dict[str, Any]] = {}
-        self.matched: List[Dict[str, Any]] = []
-        self.checks: Dict[str, Dict[str, Any]] = {}
-        self.diffs: List[Dict[str, Any]] = []
-        self.result: Dict[str, Any] = {}
-        self.error: Optional[Dict[str, Any]] = None
-        self.progress: Dict[str, Any] = {}
+        """A newer align job is followed: nothing selected in it yet."""
         self.selected: Optional[str] = None
 
-    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """Fold one event of an align job; a newer job replaces the old one."""
-        self.follow(job)
-        kind = ev.get("type")
-        if kind == "started":
-            self.started = ev
-        elif kind == "check":
-            check_id = str(ev.get("id"))
-            self.checks[check_id] = ev
-            if check_id.startswith("side."):
-                self.sides[check_id.split(".", 1)[1]] = ev
-            elif check_id.startswith("match."):
-                self.matched.append(ev)
-        elif kind == "tensor_diff":
-            self.diffs.append(ev)
-        elif kind == "result":
-            self.result = ev.get("summary") or {}
-        elif kind == "progress":
-            self.progress = ev
-        elif kind == "finished":
-            self.error = ev.get("error")
+    @property
+    def sides(self) -> Dict[str, Dict[str, Any]]:
+        """The `side.ref` and `side.cand` checks by side."""
+        return {cid.split(".", 1)[1]: ev for cid, ev in self.checks.items() if cid.startswith("side.")}
+
+    @property
+    def matched(self) -> List[Dict[str, Any]]:
+        """The `match.*` checks (settings both paths must share)."""
+        return [ev for cid, ev in self.checks.items() if cid.startswith("match.")]
+
+    @property
+    def diffs(self) -> List[Dict[str, Any]]:
+        """Every tensor_diff in the order the job compared them."""
+        return self.record.tensor_diffs
 
     def label(self, side: str) -> str:
         """The path label of a side ('CPU/pynative/fp32'), from the started event or its check."""

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections import deque
+from pathlib import Path
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from workbench.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES
-from workbench.views import View
+from workbench.protocol import Evidence
+from workbench.views import LatestJobView
 
 if TYPE_CHECKING:
     import numpy as np  # numpy is imported when a preview is read, not at UI start-up
-
-LOG_LINES = 50
 
 
 @dataclass(frozen=True)
@@ -47,130 +46,103 @@ def read_preview(path: Any) -> Preview:
     return Preview(images=images, labels=labels.astype(np.int64), indices=indices.astype(np.int64))
 
 
-class DataView(View):
-    """Folds the latest `data` job's events into what the Data screen draws."""
+class DataView(LatestJobView):
+    """Reads the newest `data` job's record into what the Data screen draws."""
 
     kinds = ("data",)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset(None, 0.0)
-
-    def reset(self, jid: Optional[str], created: float) -> None:
-        """Start following a new data job."""
-        self.jid = jid
-        self.created = created
-        self.status = ""
-        self.state = ""
-        self.started: Dict[str, Any] = {}
-        self.synthetic = False
-        self.checks: Dict[str, Dict[str, Any]] = {}
-        self.progress: Dict[str, Any] = {}
-        self.artifacts: List[Dict[str, Any]] = []
-        self.result: Dict[str, Any] = {}
-        self.error: Optional[Dict[str, Any]] = None
-        self.logs: Deque[Dict[str, Any]] = deque(maxlen=LOG_LINES)
+    def reset(self, jid: Optional[str]) -> None:
+        """A newer data job is followed: its preview is read when its artefact arrives."""
         self.preview: Optional[Preview] = None
         self.preview_error: Optional[str] = None
+        self._preview_seen = False
 
-    def _follow(self, job: Any) -> bool:
-        """Switch to `job` when it is newer than the one followed; False for events of older jobs."""
-        if job.jid == self.jid:
-            return True
-        created = float(job.spec.get("created") or 0.0)
-        if self.jid is not None and created < self.created:
-            return False
-        self.reset(job.jid, created)
-        return True
-
-    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """Fold one event of a data job."""
-        if not self._follow(job):
+    def refresh(self) -> None:
+        """Follow the newest data job; read its preview once its artefact event is there."""
+        super().refresh()
+        if self._preview_seen:
             return
-        if ev.get("synthetic") is True:
-            self.synthetic = True
-        kind = ev.get("type")
-        if kind == "started":
-            self.started = ev
-        elif kind == "check":
-            self.checks[str(ev.get("id"))] = ev
-        elif kind == "progress":
-            self.progress = ev
-        elif kind == "log":
-            self.logs.append(ev)
-        elif kind == "artifact":
-            self.artifacts.append(ev)
-            if ev.get("kind") == "preview" and self.preview is None:
-                self._load_preview(job, str(ev.get("path")))
-        elif kind == "result":
-            self.result = ev.get("summary") or {}
-        elif kind == "finished":
-            self.error = ev.get("error")
+        for ev in self.record.artifacts:
+            if ev.get("kind") == "preview":
+                self._preview_seen = True
+                self._load_preview(str(ev.get("path")))
+                break
 
-    def _load_preview(self, job: Any, rel_path: str) -> None:
+    def _load_preview(self, rel_path: str) -> None:
         # Once per job: the file is small (tens of KB) and written before its event.
+        if self.record.dir is None:
+            self.preview_error = "%s: the job folder is not known" % rel_path
+            return
         try:
-            self.preview = read_preview(job.dir / rel_path)
+            self.preview = read_preview(Path(self.record.dir) / rel_path)
         except ValueError as exc:
             self.preview_error = str(exc)
 
-    def job_changed(self, job: Any) -> None:
-        """Follow a newly started data job at once; track the followed job's status."""
-        if self._follow(job):
-            self.status = job.status.label()
-            self.state = job.status.state
-        self.version += 1
+    @property
+    def synthetic(self) -> bool:
+        """True when any line of the job said its data is synthetic."""
+        return self.record.synthetic
+
+    @property
+    def artifacts(self) -> List[Dict[str, Any]]:
+        """Artefact events in order."""
+        return self.record.artifacts
+
+    @property
+    def logs(self) -> List[Dict[str, Any]]:
+        """The latest log events."""
+        return list(self.record.logs)
 
     # What the screen reads: the result when there is one, else what the checks said so far.
 
     @property
     def seed(self) -> Optional[int]:
         """Split seed of the followed job."""
-        split = self.result.get("split") or {}
+        split = _dict(self.result.get("split"))
         value = split.get("seed", self.started.get("split_seed"))
-        return int(value) if isinstance(value, int) else None
+        return value if type(value) is int else None
 
     @property
     def val_fraction(self) -> Optional[float]:
         """Validation fraction of the followed job."""
-        split = self.result.get("split") or {}
+        split = _dict(self.result.get("split"))
         value = split.get("val_fraction", self.started.get("val_fraction"))
-        return float(value) if isinstance(value, (int, float)) else None
+        return float(value) if type(value) in (int, float) else None
 
     @property
     def counts(self) -> Dict[str, List[int]]:
         """Per-class counts {train, val, test} (empty until the counts check or the result)."""
-        counts = self.result.get("counts") or (self.checks.get("data.counts") or {}).get("evidence") or {}
-        return {k: list(counts[k]) for k in ("train", "val", "test") if isinstance(counts.get(k), list)}
+        counts = _dict(self.result.get("counts")) or _dict((self.checks.get("data.counts") or {}).get("evidence"))
+        return {k: [c if type(c) is int else 0 for c in counts[k]] for k in ("train", "val", "test")
+                if isinstance(counts.get(k), list)}
 
     @property
     def files(self) -> List[Dict[str, Any]]:
         """Source files with hashes: from the result, else from the per-file checks so far."""
-        if self.result.get("files"):
-            return list(self.result["files"])
+        if isinstance(self.result.get("files"), list) and self.result["files"]:
+            return [f for f in self.result["files"] if isinstance(f, dict)]
         return [c.get("evidence") or {} for cid, c in self.checks.items()
-                if cid.startswith("data.file.") and c.get("status") == "observed-pass"]
+                if cid.startswith("data.file.") and c.get("status") == Evidence.PASS]
 
     @property
     def data_dir(self) -> Optional[str]:
         """Folder the files were read from."""
-        found = (self.checks.get("data.files") or {}).get("evidence") or {}
-        return self.result.get("dir") or found.get("dir")
+        found = _dict((self.checks.get("data.files") or {}).get("evidence"))
+        value = self.result.get("dir") or found.get("dir")
+        return str(value) if value else None
 
     @property
     def searched(self) -> List[str]:
         """Every folder the job looked in, in order."""
-        found = (self.checks.get("data.files") or {}).get("evidence") or {}
-        return list(found.get("searched") or [])
+        found = _dict((self.checks.get("data.files") or {}).get("evidence"))
+        searched = found.get("searched")
+        return [str(p) for p in searched] if isinstance(searched, list) else []
 
     @property
     def class_names(self) -> List[str]:
         """Class names in label order."""
-        return list(self.result.get("class_names") or CLASS_NAMES)
-
-    def failed_checks(self) -> List[Dict[str, Any]]:
-        """Checks that observed a failure."""
-        return [c for c in self.checks.values() if c.get("status") == "observed-fail"]
+        names = self.result.get("class_names")
+        return [str(n) for n in names] if isinstance(names, list) and names else list(CLASS_NAMES)
 
     def check_tally(self) -> Dict[str, int]:
         """How many checks have each evidence level."""
@@ -185,3 +157,8 @@ class DataView(View):
         if self.preview is None or not 0 <= cls < NUM_CLASSES:
             return []
         return self.preview.of_class(cls)
+
+
+def _dict(value: Any) -> Dict[str, Any]:
+    """A job-specific payload as an object ({} when it is something else)."""
+    return value if isinstance(value, dict) else {}

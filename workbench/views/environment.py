@@ -4,21 +4,24 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from workbench.protocol import Evidence
+from workbench.record import JobRecord
 from workbench.views import View
 
 # Display order of the check groups: the device probes answer the main question, and run first.
 GROUP_ORDER = ("probes", "python", "packages", "cann", "driver", "npu", "settings")
-FAILING = ("observed-fail", "blocked")
+FAILING = (Evidence.FAIL, Evidence.BLOCKED)
 
 
 class EnvironmentView(View):
-    """Folds `env` job events: a full run replaces everything, a probes-only run replaces the probes."""
+    """Reads `env` job records: a full run replaces everything, a probes-only run replaces the probes."""
 
     kinds = ("env",)
 
     def __init__(self) -> None:
         super().__init__()
         self.jid: Optional[str] = None
+        self.full_jid: Optional[str] = None
         self.scope = ""
         self.status = ""
         self.state = ""
@@ -28,57 +31,50 @@ class EnvironmentView(View):
         self.summary: Dict[str, Any] = {}
         self.error: Optional[Dict[str, Any]] = None
         self.progress: Dict[str, Any] = {}
-        self.full_jid: Optional[str] = None
-        self.started_jid: Optional[str] = None
-        self.created = 0.0
         self.notice = ""  # a newer env job that ended before it started (refused, crashed)
+        self._base: Optional[tuple] = None  # (probes jid, full jid, its checks, its summary) when it started
 
-    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """Follow the newest env job; ignore late lines of older ones."""
-        kind = ev.get("type")
-        if kind == "started" and job.jid != self.started_jid:
-            self._begin(job.jid, str(ev.get("scope") or "all"), ev)
-            self.started_jid, self.created, self.notice = job.jid, float(job.spec.get("created") or 0), ""
+    def refresh(self) -> None:
+        """Follow the newest env job that started; merge a probes-only run over the full run before it."""
+        followed = self.session.newest(*self.kinds, started=True)
+        records = self.session.of_kind(*self.kinds)
+        if followed is None:
+            newest = records[-1] if records else None
+            if newest is not None and self.jid is None:  # nothing started yet: show the newest job's status
+                self.jid, self.status, self.state = newest.jid, newest.label, newest.state
             return
-        if job.jid != self.jid:
-            return
-        if kind == "check":
-            self.checks[str(ev.get("id"))] = ev
-            self.check_jid[str(ev.get("id"))] = job.jid
-        elif kind == "result":
-            summary = ev.get("summary") or {}
-            if self.scope == "probes":
-                self.summary["probes"] = summary.get("probes") or []
-            else:
-                self.summary = dict(summary)
-        elif kind == "progress":
-            self.progress = ev
-        elif kind == "finished":
-            self.error = ev.get("error")
-            self.progress = {}
-
-    def _begin(self, jid: str, scope: str, started: Dict[str, Any]) -> None:
-        """A newer job started: a full run starts from nothing, a probes-only run keeps the rest."""
-        self.jid, self.scope, self.started, self.error, self.progress = jid, scope, started, None, {}
-        self.status, self.state = "running", "running"
-        if scope == "probes":
-            for cid in [c for c in self.checks if c.startswith("probe-") or c == "device-setting"]:
-                del self.checks[cid]
-                self.check_jid.pop(cid, None)
-            self.summary["probes"] = []
+        self.jid, self.started = followed.jid, followed.started
+        self.status = followed.label or "running"
+        self.state = followed.state or "running"
+        scope = followed.started.get("scope")
+        self.scope = scope if isinstance(scope, str) and scope else "all"
+        self.progress = {} if followed.finished else followed.progress
+        err = followed.error
+        self.error = err if isinstance(err, dict) and err else None
+        if self.scope != "probes":
+            self.full_jid, base_checks, base_summary = followed.jid, {}, {}
+        else:  # the full run as it stood when the probes run started: its late lines are not merged
+            if self._base is None or self._base[0] != followed.jid:
+                before = [r for r in records[:records.index(followed)] if r.started and _scope(r) != "probes"]
+                full = before[-1] if before else None
+                self._base = (followed.jid, full.jid if full else None, dict(full.checks) if full else {},
+                              dict(_dict(full.result)) if full else {})
+            _, self.full_jid, base_checks, base_summary = self._base
+        self.checks, self.check_jid = {}, {}
+        for cid, ev in base_checks.items():
+            if not (cid.startswith("probe-") or cid == "device-setting"):
+                self.checks[cid], self.check_jid[cid] = ev, self.full_jid or ""
+        for cid, ev in followed.checks.items():
+            self.checks[cid], self.check_jid[cid] = ev, followed.jid
+        self.summary = dict(base_summary)
+        if self.scope != "probes":
+            self.summary = dict(_dict(followed.result))
         else:
-            self.full_jid = jid
-            self.checks, self.check_jid, self.summary = {}, {}, {}
-
-    def job_changed(self, job: Any) -> None:
-        """Track the followed job's status (crashed, failed, ok ...)."""
-        if job.jid == self.jid or self.jid is None:
-            self.jid = job.jid
-            self.status = job.status.label()
-            self.state = job.status.state
-        elif float(job.spec.get("created") or 0) >= self.created and job.status.done:
-            self.notice = "%s %s" % (job.jid, job.status.label())
-        self.version += 1
+            probes = _dict(followed.result).get("probes")
+            self.summary["probes"] = probes if isinstance(probes, list) else []
+        later = [r for r in records[records.index(followed) + 1:] if not r.started and r.status is not None
+                 and r.status.done]
+        self.notice = "%s %s" % (later[-1].jid, later[-1].label) if later else ""
 
     # -- what the screen asks ----------------------------------------------------------------
     def ordered_checks(self) -> List[Dict[str, Any]]:
@@ -91,7 +87,7 @@ class EnvironmentView(View):
 
     def counts(self) -> Dict[str, int]:
         """How many checks per evidence level."""
-        out = {"observed-pass": 0, "observed-fail": 0, "blocked": 0, "not-run": 0}
+        out = {level: 0 for level in Evidence.ALL}
         for check in self.checks.values():
             status = str(check.get("status"))
             out[status] = out.get(status, 0) + 1
@@ -107,14 +103,27 @@ class EnvironmentView(View):
     @property
     def devices(self) -> List[Dict[str, Any]]:
         """Devices npu-smi listed in the latest full run."""
-        return list(self.summary.get("devices") or [])
+        return [d for d in _list(self.summary.get("devices")) if isinstance(d, dict)]
 
     @property
     def processes(self) -> List[Dict[str, Any]]:
         """Device processes npu-smi listed in the latest full run."""
-        return list(self.summary.get("processes") or [])
+        return [p for p in _list(self.summary.get("processes")) if isinstance(p, dict)]
 
     @property
     def device(self) -> Dict[str, Any]:
         """The followed job's device resolution: {requested, resolved, id, why}."""
         return dict(self.started.get("device") or {})
+
+
+def _scope(record: JobRecord) -> str:
+    scope = record.started.get("scope")
+    return scope if isinstance(scope, str) and scope else "all"
+
+
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []

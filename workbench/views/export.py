@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Tuple
 
+from workbench.protocol import Evidence
 from workbench.views import LatestJobView
 
 FRESH = "__fresh__"  # the run picker's value for "no training job: a freshly initialised net"
@@ -15,35 +16,18 @@ class ExportView(LatestJobView):
 
     kinds = ("export",)
 
-    def reset(self, jid: Optional[str]) -> None:
-        """Start following a new export job."""
-        super().reset(jid)
-        self.started: Dict[str, Any] = {}
-        self.checks: Dict[str, Dict[str, Any]] = {}
-        self.artifacts: Dict[str, Dict[str, Any]] = {}
-        self.progress: Dict[str, Any] = {}
-        self.result: Dict[str, Any] = {}
-        self.error: Optional[Dict[str, Any]] = None
-        self.logs: List[str] = []
+    @property
+    def artifacts(self) -> Dict[str, Dict[str, Any]]:
+        """Artefacts by path (a file written again keeps its first place, its latest event)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for ev in self.record.artifacts:
+            out[str(ev.get("path"))] = ev
+        return out
 
-    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """Fold one event of an export job (a newer job replaces the followed one)."""
-        self.follow(job)
-        kind = ev.get("type")
-        if kind == "started":
-            self.started = ev
-        elif kind == "check":
-            self.checks[str(ev.get("id"))] = ev
-        elif kind == "artifact":
-            self.artifacts[str(ev.get("path"))] = ev
-        elif kind == "progress":
-            self.progress = ev
-        elif kind == "result":
-            self.result = ev.get("summary") or {}
-        elif kind == "finished":
-            self.error = ev.get("error")
-        elif kind == "log" and ev.get("level") in ("warning", "error"):
-            self.logs.append(str(ev.get("message")))
+    @property
+    def logs(self) -> List[str]:
+        """Warning and error log lines."""
+        return [str(ev.get("message")) for ev in self.record.notable_logs if ev.get("level") in ("warning", "error")]
 
     def load_checks(self) -> List[Dict[str, Any]]:
         """Checks that belong to a format (ckpt, mindir, lite), in format then batch order."""
@@ -66,14 +50,15 @@ class ExportView(LatestJobView):
 
     def reference(self) -> Optional[Dict[str, Any]]:
         """The reference package summary: from the result, else from the reference check while running."""
-        if self.result.get("reference"):
+        if isinstance(self.result.get("reference"), dict) and self.result["reference"]:
             return self.result["reference"]
         check = self.checks.get("reference")
-        if check and check.get("status") == "observed-pass":
+        if check and check.get("status") == Evidence.PASS:
             evidence = check.get("evidence") or {}
+            covered, pairs = evidence.get("classes_covered"), evidence.get("pairs")
             return {"dir": "artifacts/reference", "samples": evidence.get("samples"),
-                    "classes_covered": len(evidence.get("classes_covered") or []),
-                    "confused_pairs": evidence.get("pairs") or []}
+                    "classes_covered": len(covered) if isinstance(covered, list) else 0,
+                    "confused_pairs": pairs if isinstance(pairs, list) else []}
         return None
 
     def counts(self) -> Dict[str, int]:

@@ -25,6 +25,7 @@ class JobRow:
     events: int = 0
     written: int = 0  # lines ever appended (monotonic), so a screen can append only what is new
     lines: Deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+    damaged_seen: int = 0  # damaged lines of the job's record already shown
 
 
 class SessionView(View):
@@ -37,17 +38,27 @@ class SessionView(View):
     def _row(self, job: Any) -> JobRow:
         row = self.rows.get(job.jid)
         if row is None:
-            dev = job.spec.get("device") or {}
+            dev = job.spec.get("device") if isinstance(job.spec.get("device"), dict) else {}
             row = JobRow(job.jid, job.kind, job.status.state, job.status.reason, job.status.duration_s,
                          "%s:%s" % (dev.get("resolved", "?"), dev.get("id", 0)))
             self.rows[job.jid] = row
         return row
 
-    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """Keep a readable line per event (steps every 50th)."""
+    def ingest(self, job: Any, events: List[Dict[str, Any]]) -> None:
+        """Keep a readable line per event (steps every 50th) and one per newly damaged line."""
         row = self._row(job)
-        row.events += 1
-        line = format_event(ev, verbose_steps=50)
+        rec = self.record_of(job, events)
+        for ev in events:
+            row.events += 1
+            self._line(row, format_event(ev, verbose_steps=50))
+        for damage in rec.damaged[row.damaged_seen:]:
+            self._line(row, "damaged line %s:%s (%s) skipped: %s" % (
+                damage["file"], damage["line"], damage["what"], damage["problem"]))
+        row.damaged_seen = len(rec.damaged)
+        self.version += 1
+
+    @staticmethod
+    def _line(row: JobRow, line: Optional[str]) -> None:
         if line:
             row.lines.append(line)
             row.written += 1
