@@ -31,6 +31,11 @@ class WorkbenchScreen(Screen):
         """This screen's model, owned by the app so it outlives the screen."""
         return self.app.views[self.view_name]
 
+    @property
+    def drawn_version(self) -> int:
+        """The model version this screen last drew (-1 before its first draw); tests wait on it."""
+        return getattr(self, "_rendered", -1)
+
     def on_mount(self) -> None:
         self._rendered = -1
         self._timer = self.set_interval(1.0 / self.app.refresh_hz, self.maybe_refresh)

@@ -10,7 +10,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from workbench import __version__
 from workbench.atomic import read_json, write_json
@@ -26,7 +26,7 @@ def sessions_root(explicit: Optional[str] = None) -> Path:
 
 def new_sid(now: Optional[float] = None) -> str:
     """YYYYMMDD-HHMMSS-<4 hex>."""
-    stamp = datetime.datetime.fromtimestamp(now or time.time()).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
     return "%s-%s" % (stamp, secrets.token_hex(2))
 
 
@@ -127,14 +127,16 @@ def _fmt_s(value: float) -> str:
 class SessionStore:
     """Creates and lists sessions and their jobs under one root."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, clock: Callable[[], float] = time.time):
         self.root = Path(root)
+        self.clock = clock  # unix seconds; it stamps session ids and session.json (tests inject one)
 
     def create(self, argv: Optional[List[str]] = None) -> str:
         """Make a new session folder and its session.json."""
         self.root.mkdir(parents=True, exist_ok=True)
-        while True:
-            sid = new_sid()
+        now = self.clock()
+        while True:  # the random suffix tells apart sessions made in one second; mkdir settles a clash
+            sid = new_sid(now)
             try:
                 (self.root / sid).mkdir()
                 break
@@ -142,7 +144,7 @@ class SessionStore:
                 continue
         (self.root / sid / "jobs").mkdir()
         write_json(self.root / sid / "session.json", {
-            "id": sid, "created": time.time(), "host": socket.gethostname(),
+            "id": sid, "created": now, "host": socket.gethostname(),
             "user": getpass.getuser(), "version": __version__, "argv": argv or [],
         })
         return sid

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, run_cli
+from tests.conftest import PROJECT_ROOT, poll_until, run_cli
 from tests.fixtures.ascend_fakes import (
     VERSIONS_800IA2, command_output, fixture_path, fixture_text, install_fake_npu_smi, make_fake_ascend_tree, section,
 )
@@ -172,12 +172,8 @@ def test_probe_that_hangs_and_probe_that_segfaults_do_not_stop_the_others(sessio
 
 
 def _alive(pid: int) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if not pid_running(pid):
-            return False
-        time.sleep(0.05)
-    return True
+    """Still alive after 5 s of waiting for it to die."""
+    return not poll_until(lambda: not pid_running(pid), 5)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,13 +11,12 @@ import os
 import re
 import signal
 import socket
-import time
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
-from tests.conftest import run_cli, wait_for
+from tests.conftest import poll_until, run_cli, wait_for
 from workbench.atomic import read_json
 from workbench.childproc import pid_running
 from workbench.protocol import read_all
@@ -79,9 +78,7 @@ def processes_of(job_dir: Path) -> List[str]:
 
 def assert_no_process_left(job_dir: Path) -> None:
     """Nothing of the job runs any more (waits a little for the kernel to reap the last ones)."""
-    deadline = time.monotonic() + 10
-    while processes_of(job_dir) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    poll_until(lambda: not processes_of(job_dir), 10)
     left = processes_of(job_dir)
     for line in left:  # do not leave them behind for the next test
         try:

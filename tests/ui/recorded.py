@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Tuple
 
 from rich.console import Console
 
+from tests.ui.conftest import read_everything, until  # noqa: F401  (until: imported from here by tests)
 from workbench.config import defaults
 from workbench.session import SessionStore
 
@@ -50,28 +50,9 @@ def mark_running(job_dir: Path) -> None:
     (Path(job_dir) / "pids.json").write_text(json.dumps({"supervisor": os.getpid(), "job": os.getpid()}))
 
 
-async def wait_ingested(pilot, app, settle_polls: int = 4, timeout_s: float = 20.0) -> None:
-    """Wait until the app has read every event file (no new events over a few polls)."""
-    deadline = time.monotonic() + timeout_s
-    last, stable = -1, 0
-    while stable < settle_polls:
-        assert time.monotonic() < deadline, "events still arriving"
-        await pilot.pause(0.1)
-        now = app.events_ingested
-        stable = stable + 1 if now == last else 0
-        last = now
-
-
-async def until(pilot, predicate, timeout_s: float = 15.0, what: Optional[str] = None) -> None:
-    """Pause the pilot until predicate() holds; fail after timeout_s, naming what was awaited if given."""
-    if what is None:
-        message = "condition not met in time"
-    else:
-        message = "timed out after %.0f s waiting for %s" % (timeout_s, what)
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, message
-        await pilot.pause(0.05)
+async def wait_ingested(pilot, app, timeout_s: float = 20.0) -> None:
+    """Wait until the app has found every job and folded every complete event line on disk."""
+    await until(pilot, lambda: read_everything(app), timeout_s, what="the app to read every event file")
 
 
 def text_of(app, selector: str) -> str:

@@ -8,6 +8,7 @@ from textual.widgets import DataTable, Input
 
 from screens.app import WorkbenchApp
 from tests.conftest import assert_events_valid
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.atomic import read_json
 from workbench.config import defaults
@@ -36,7 +37,7 @@ async def _show_alignment(pilot) -> None:
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["alignment"]
     await until(pilot, lambda: view.status and pilot.app.screen._rendered == view.version)
-    await pilot.pause(0.1)
+    await settled(pilot)
 
 
 @pytest.mark.parametrize("name,size", [
@@ -99,7 +100,7 @@ async def test_preset_and_tolerance_go_into_the_started_job(tmp_path):
     app = WorkbenchApp(store, None, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("4")
-        await pilot.pause()
+        await settled(pilot)
         await pilot.press("p", "p")  # second preset: fp32 vs amp-O2
         app.screen.query_one("#atol", Input).value = "0.001"
         overrides = app.screen.form_overrides()

@@ -1,6 +1,7 @@
 """Pilot tests of the app shell: modes, the Session screen, quitting with a job running."""
 
 from screens.app import QuitScreen, WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import until
 from workbench.config import defaults
 from workbench.runner import JobRunner
@@ -21,7 +22,7 @@ async def test_switches_through_all_six_screens(tmp_path):
     async with app.run_test(size=(120, 36)) as pilot:
         for key, mode in zip("123456", MODES):
             await pilot.press(key)
-            await pilot.pause()
+            await settled(pilot)
             assert app.current_mode == mode
         assert app.sid is None  # opening the app alone creates no session
 
@@ -55,7 +56,7 @@ async def _quit_with_running_drill(tmp_path, button: str):
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, QuitScreen))
         await pilot.click(button)
-        await pilot.pause()
+        await until(pilot, lambda: app._exit, what="the app to act on the choice and exit")
     return job
 
 
@@ -78,8 +79,8 @@ async def test_low_bandwidth_mode_toggles_theme_and_rate(tmp_path):
     cfg["ui"]["low_bandwidth"] = True
     app = WorkbenchApp(SessionStore(tmp_path), None, cfg)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         assert app.theme == "ansi-dark" and app.refresh_hz == 1.0
         await pilot.press("ctrl+b")
-        await pilot.pause()
+        await settled(pilot)
         assert app.theme == "textual-dark" and app.refresh_hz == cfg["ui"]["refresh_hz"]

@@ -11,6 +11,7 @@ import pytest
 
 from screens.app import WorkbenchApp
 from screens.widgets.pixels import ASCII_RAMP, UPPER_HALF, HalfBlockImage, ascii_lines, half_block_lines
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from workbench.config import defaults
 from workbench.protocol import validate_file
@@ -47,7 +48,7 @@ async def open_data_screen(pilot) -> None:
     await wait_ingested(pilot, app)
     view = app.views["data"]
     await until(pilot, lambda: view.status and app.screen._rendered == view.version)
-    await pilot.pause()
+    await settled(pilot)
 
 
 async def test_loaded_screen_shows_counts_contract_seed_and_real_pixels(tmp_path):
@@ -144,7 +145,7 @@ async def test_bad_seed_is_refused_without_starting_a_job(tmp_path):
         await pilot.press("s")
         app.screen.query_one("#seed-input").value = "-3"
         await pilot.press("enter")
-        await pilot.pause()
+        await settled(pilot)
         assert app.screen.query_one("#seed-row").display  # still open for a correction
         assert sorted(p.name for p in (tmp_path / FIXED_SID / "jobs").iterdir()) == ["data-001"]
         await pilot.press("escape")

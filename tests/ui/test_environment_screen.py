@@ -9,6 +9,7 @@ from rich.console import Console
 from textual.widgets import DataTable, Static
 
 from screens.app import WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.atomic import read_json
 from workbench.config import defaults
@@ -41,7 +42,7 @@ async def _show(pilot, select=None) -> None:
                 timeout_s=30)
     if select:
         pilot.app.screen.select_check(select)
-    await pilot.pause(0.1)
+    await settled(pilot)
 
 
 def _text(app, selector: str) -> str:
@@ -99,7 +100,7 @@ async def test_failed_probe_is_shown_with_mindspores_message_hint_and_raw_output
         assert "evidence" in text and "raw output" in text
         assert "DeviceProbeFailed" in _text(app, "#env-runline")
         await pilot.press("ctrl+end")  # the keyboard moves the selection, and the pane follows
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert app.screen.selected == "env-vars" and "Environment variables" in _detail_text(app)
 
 

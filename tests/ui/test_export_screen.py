@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import DataTable, Select, TextArea
 
 from screens.app import WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
 from workbench.atomic import read_json
 from workbench.config import defaults
@@ -42,7 +43,7 @@ async def _show_export(pilot) -> None:
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["export"]
     await until(pilot, lambda: view.state and pilot.app.screen._rendered == view.version, timeout_s=30)
-    await pilot.pause(0.1)
+    await settled(pilot)
 
 
 @pytest.mark.parametrize("name,size", [("pass", (120, 36)), ("pass", (80, 24)), ("failed-reload", (120, 36))])

@@ -148,15 +148,14 @@ def _finished_session(store: SessionStore) -> str:
 
 
 def test_latest_with_running_picks_the_newest_session_that_has_a_running_job(sessions, wait_for):
-    store = SessionStore(sessions)
+    seconds = iter(range(1_700_000_000, 1_700_000_100, 10))  # session ids have one-second resolution
+    store = SessionStore(sessions, clock=lambda: float(next(seconds)))
     _finished_session(store)
-    time.sleep(1.1)  # session ids have one-second resolution
     busy = store.create()
     cfg = defaults()
     cfg["drill"].update(steps=3000, rate=100)
     job = JobRunner(store).start(busy, "drill", cfg)
     try:
-        time.sleep(1.1)
         newest = _finished_session(store)
         assert store.sessions()[-1] == newest
         wait_for(lambda: (job / "pids.json").exists(), 15, what="the job to start")

@@ -5,6 +5,7 @@ import json
 from textual.binding import Binding
 
 from screens.app import WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import make_recorded_session, mark_running, until
 from workbench.config import defaults
 from workbench.protocol import encode
@@ -40,11 +41,11 @@ async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
         training = app.screen
         await until(pilot, lambda: training.redraws >= 1)
         await pilot.press("6")  # Training is now hidden
-        await pilot.pause(0.3)
+        await settled(pilot)
         before_redraws, before_version = training.redraws, app.views["training"].version
         for k in range(5):
             _append_steps(events, 1 + 100 * k, 100)
-            await pilot.pause(0.3)
+            await until(pilot, lambda: app.views["training"].steps_seen == 100 * (k + 1))
         await until(pilot, lambda: app.views["training"].steps_seen == 500)
         assert app.views["training"].version > before_version  # the model kept up ...
         assert training.redraws == before_redraws  # ... but the hidden screen drew nothing
@@ -63,8 +64,7 @@ async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
         pressed = 0
         while app.events_ingested < 10_000 or pressed < 5:
             await pilot.press("f12")
-            pressed += 1
-            await pilot.pause(0.01)
+            pressed += 1  # each press lets the app run until it is idle again
             assert pressed < 2000
         await until(pilot, lambda: app.handled == pressed)
         assert app.events_ingested == 10_000

@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import Static
 
 from screens.app import WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -44,7 +45,7 @@ def test_snapshot(snap_compare, tmp_path, monkeypatch, size):
     async def show(pilot):
         await pilot.press("6")
         await wait_ingested(pilot, app)
-        await pilot.pause(0.6)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=show)
 

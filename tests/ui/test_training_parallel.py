@@ -13,6 +13,7 @@ from rich.console import Console
 
 from screens.app import WorkbenchApp
 from screens.training import rank_rows
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -64,7 +65,7 @@ async def test_per_rank_step_times_and_global_throughput(tmp_path):
     async with app.run_test(size=size) as pilot:
         await pilot.press("3")
         await wait_ingested(pilot, app)
-        await pilot.pause(0.3)
+        await settled(pilot)
         view = app.views["training"]
         assert view.rank_step_ms == medians
         assert view.slowest_rank == max(medians, key=medians.get)
@@ -109,7 +110,7 @@ async def test_a_crashed_rank_is_named_in_the_error_panel(tmp_path):
     async with app.run_test(size=size) as pilot:
         await pilot.press("3")
         await wait_ingested(pilot, app)
-        await pilot.pause(0.3)
+        await settled(pilot)
         view = app.views["training"]
         assert view.state == "failed"
         assert view.error["type"] == "RankCrashed" and view.error["signal"] == "SIGSEGV"

@@ -7,6 +7,7 @@ import pytest
 from rich.console import Console
 
 from screens.app import WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -29,7 +30,7 @@ async def _show_profile(pilot) -> None:
     await until(pilot, lambda: view.result.get("profile") and pilot.app.screen._rendered == view.version,
                 timeout_s=30)
     pilot.app.screen.query_one("#profile").scroll_visible(animate=False, top=True)
-    await pilot.pause(0.2)
+    await settled(pilot)
 
 
 def _text(widget) -> str:

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from screens.app import WorkbenchApp
+from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
 from workbench.config import defaults
 from workbench.session import SessionStore
@@ -55,7 +56,7 @@ def test_snapshot(snap_compare, tmp_path, monkeypatch, state, size):
     async def show(pilot):
         await pilot.press("3")
         await wait_ingested(pilot, app)
-        await pilot.pause(0.6)  # one bounded redraw tick
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=show)
 
@@ -92,9 +93,9 @@ async def test_start_key_starts_a_train_job_with_the_form(tmp_path, monkeypatch)
     monkeypatch.setattr(app, "start_job", lambda kind, overrides=None: started.append((kind, overrides)))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")
-        await pilot.pause()
+        await settled(pilot)
         app.screen.query_one("#f-epochs").value = "3"
         await pilot.press("s")
-        await pilot.pause()
+        await until(pilot, lambda: started, what="the start key to start a job")
     kind, overrides = started[0]
     assert kind == "train" and overrides["train"]["epochs"] == 3 and overrides["model"]["name"] == "mlp"

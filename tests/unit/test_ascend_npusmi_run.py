@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 from typing import List, Tuple
 
 import pytest
 
+from tests.conftest import wait_for
 from tests.fixtures.ascend_fakes import command_output, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.ascend.npusmi import NOT_FOUND_RC, TIMEOUT_RC, classify_failure, parse_board, parse_info, run_npu_smi
 from workbench.childproc import group_members
@@ -116,11 +116,13 @@ def test_without_shared_lock_runs_overlap(fake_bin, tmp_path):
 
 
 def test_lock_wait_counts_against_timeout(fake_bin, tmp_path):
-    install_fake_npu_smi(fake_bin, fixture_path(INFO), hang_s=1)
+    log = tmp_path / "runs.log"
+    install_fake_npu_smi(fake_bin, fixture_path(INFO), hang_s=2, log_path=log)
     lock = str(tmp_path / "smi.lock")
     holder = threading.Thread(target=run_npu_smi, args=(["info"], 10, lock))
     holder.start()
-    time.sleep(0.3)
+    # The fake logs its start once it runs, and it runs under the lock: from then on the lock is held.
+    wait_for(lambda: log.exists() and "start" in log.read_text(), 10, what="the first npu-smi to hold the lock")
     rc, _, err, elapsed_s = run_npu_smi(["info"], timeout_s=0.3, lock_path=lock)
     holder.join(30)
     assert rc == TIMEOUT_RC and "lock" in err

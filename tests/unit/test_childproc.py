@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import sys
-import time
 
+from tests.conftest import poll_until
 from workbench.childproc import pid_running, run_child
 
 
 def _gone(pid: int, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if not pid_running(pid):
-            return True
-        time.sleep(0.05)
-    return False
+    return bool(poll_until(lambda: not pid_running(pid), within_s))
 
 
 def test_hang_is_killed_with_its_grandchildren(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
-    code = ("import subprocess, time; p = subprocess.Popen(['sleep', '600']); "
-            "open(%r, 'w').write(str(p.pid)); time.sleep(600)" % str(pid_file))
+    code = ("import subprocess, threading; p = subprocess.Popen(['sleep', '600']); "
+            "open(%r, 'w').write(str(p.pid)); threading.Event().wait()" % str(pid_file))
     ticks = []
     out = run_child([sys.executable, "-c", code], 1.0, str(tmp_path), str(tmp_path / "o"), str(tmp_path / "e"),
                     tick=ticks.append)
@@ -46,6 +41,6 @@ def test_stop_request_kills_the_child(tmp_path):
         asked["n"] += 1
         return asked["n"] > 3
 
-    out = run_child([sys.executable, "-c", "import time; time.sleep(600)"], 60, str(tmp_path), str(tmp_path / "o"),
+    out = run_child([sys.executable, "-c", "import threading; threading.Event().wait()"], 60, str(tmp_path), str(tmp_path / "o"),
                     str(tmp_path / "e"), should_stop=should_stop)
     assert out["stopped"] and not out["timed_out"] and out["signal"] == "SIGKILL" and out["elapsed_s"] < 30

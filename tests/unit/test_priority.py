@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     later = []
     t = threading.Thread(target=lambda: later.append(thread_nice()))
     t.start(); t.join()
-    start = lambda: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    start = lambda: subprocess.Popen([sys.executable, "-c", "import threading; threading.Event().wait()"])
     from_launcher = launcher.call(start) if launcher else start()
     from_ui = start()
     out = {"base": base, "ui": ui, "ui_thread_started_later": later[0],
