@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from workbench.jobkit import JobFailed
 
 MODEL_NAMES = ("mlp", "cnn")
-INPUT_SHAPE = (1, 28, 28)  # one image: channels, height, width (float32 in [0, 1])
 NUM_CLASSES = 10
 
 
@@ -104,11 +103,6 @@ def read_job_config(ref_dir: Path) -> Optional[Dict[str, Any]]:
         return None
     with open(str(path), "r", encoding="utf-8") as fh:
         return json.load(fh)
-
-
-def input_batch_shape(batch_size: int) -> Tuple[int, int, int, int]:
-    """The network's input shape for a batch: [N, 1, 28, 28]."""
-    return (int(batch_size),) + INPUT_SHAPE
 
 
 def predict(net, images, batch_size: int = 1000):

@@ -26,10 +26,6 @@ class FashionMnist:
     # True when every file's SHA-256 was checked against the official value.
     verified: bool = False
 
-    def source_hashes(self) -> Dict[str, Optional[str]]:
-        """File name -> SHA-256 of its uncompressed content (None when not computed)."""
-        return {f["name"]: f["sha256"] for f in self.files}
-
 
 def scale(images_uint8: np.ndarray) -> np.ndarray:
     """Model input contract: uint8 [N, 28, 28] -> float32 [N, 1, 28, 28] = pixel / 255."""
