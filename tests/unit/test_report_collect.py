@@ -76,8 +76,8 @@ def test_failures_are_listed_with_reasons_and_the_crash_with_its_label(tmp_path)
     _, r = _recorded(tmp_path)
     assert r["checks"]["counts"] == {"observed-pass": 14, "observed-fail": 2, "blocked": 2, "not-run": 2}
     reasons = {(c["jid"], c["id"]): c["reason"] for c in r["checks"]["not_passed"]}
-    assert reasons[("env-001", "npu.smi")] == "npu-smi is not on PATH"
-    assert reasons[("export-001", "mindir.batch1")].startswith("exported with a fixed batch of 64")
+    assert reasons[("env-001", "npu-smi")] == "npu-smi is not on PATH"
+    assert reasons[("export-001", "mindir-b1")].startswith("exported with a fixed batch of 64")
     assert r["jobs_not_ok"] == [{"jid": "drill-001", "kind": "drill", "state": "crashed",
                                  "label": "crashed: SIGSEGV after 41 s", "error": None}]
     joined = " ".join(r["not_verified"])
