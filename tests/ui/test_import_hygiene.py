@@ -55,12 +55,13 @@ def test_the_first_screen_starts_without_numpy_or_mindspore():
     code = (
         "import asyncio, json, sys, tempfile\n"
         "from screens.app import WorkbenchApp\n"
+        "from tests.ui.conftest import settled\n"
         "from workbench.config import defaults\n"
         "from workbench.session import SessionStore\n"
         "async def start():\n"
         "    app = WorkbenchApp(SessionStore(tempfile.mkdtemp()), None, defaults())\n"
         "    async with app.run_test(size=(120, 36)) as pilot:\n"
-        "        await pilot.pause()\n"
+        "        await settled(pilot)\n"
         "        return type(app.screen).__name__\n"
         "shown = asyncio.run(start())\n"
         "print(json.dumps([shown, sorted({k.split('.')[0] for k in sys.modules} & {'numpy', 'mindspore'})]))\n")
