@@ -68,9 +68,9 @@ def test_cancel_without_supervisor_escalates_to_sigkill(tmp_path, wait_for):
     """A group whose supervisor is gone and which ignores SIGTERM is SIGKILLed after limits.grace_s."""
     job_dir = tmp_path / "drill-001"
     job_dir.mkdir()
-    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, threading\n"
                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
-                                 "time.sleep(600)"], stdout=subprocess.PIPE, process_group=0)
+                                 "threading.Event().wait()"], stdout=subprocess.PIPE, process_group=0)
     try:
         assert stubborn.stdout.readline() == b"ready\n"
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
