@@ -157,11 +157,20 @@ class SessionStore:
         return path
 
     def sessions(self) -> List[str]:
-        """Session ids, oldest first."""
+        """Session ids, oldest first (by the created time in session.json: ids of one second sort at random)."""
         if not self.root.exists():
             return []
-        return sorted(p.name for p in self.root.iterdir()
-                      if SID_PATTERN.match(p.name) and (p / "session.json").exists())
+        found = [p.name for p in self.root.iterdir()
+                 if SID_PATTERN.match(p.name) and (p / "session.json").exists()]
+        return sorted(found, key=lambda sid: (self._created(sid), sid))
+
+    def _created(self, sid: str) -> float:
+        """session.json's created time; 0 for an unreadable one (sorted first, by id)."""
+        try:
+            created = read_json(self.session_dir(sid) / "session.json").get("created")
+        except (OSError, ValueError, AttributeError):
+            return 0.0
+        return float(created) if isinstance(created, (int, float)) else 0.0
 
     def info(self, sid: str) -> Dict[str, Any]:
         """The session.json of a session."""

@@ -24,3 +24,11 @@ def test_sessions_made_in_the_same_second_get_distinct_ids(tmp_path):
     ids = [store.create() for _ in range(200)]
     assert len(set(ids)) == 200 and all(sid.startswith("20250314-120000-") for sid in ids)
     assert sorted(ids) == store.sessions()
+
+
+def test_sessions_of_one_second_list_in_creation_order(tmp_path):
+    """Ids of one second sort at random by name; the listing follows session.json's created time."""
+    ticks = iter([1700000000.1, 1700000000.2, 1700000000.3, 1700000000.4, 1700000000.5, 1700000000.6])
+    store = SessionStore(tmp_path, clock=lambda: next(ticks))
+    made = [store.create() for _ in range(6)]
+    assert store.sessions() == made
