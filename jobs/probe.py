@@ -18,6 +18,7 @@ import traceback
 from typing import Any, Dict, Optional
 
 from workbench.atomic import write_json
+from workbench.protocol import Evidence
 
 # op -> (MindSpore dtype name, numpy dtype name, atol, rtol). Tolerances cover the rounding of
 # the dtype over a 64-term dot product of N(0, 1) values; a wrong kernel misses them by far.
@@ -52,7 +53,7 @@ def run_probe(target: str, device_id: int, op: str) -> Dict[str, Any]:
     """Run one probe in this process and return its verdict (never raises for device errors)."""
     t0 = time.monotonic()
     ms_dtype, np_dtype, atol, rtol = OPS[op]
-    out: Dict[str, Any] = {"op": op, "target": target, "id": device_id, "status": "observed-fail",
+    out: Dict[str, Any] = {"op": op, "target": target, "id": device_id, "status": Evidence.FAIL,
                            "stage": "import", "max_abs_diff": None, "atol": atol, "rtol": rtol,
                            "shape": None, "dtype": None, "device": None, "elapsed_s": None, "error": None,
                            "mindspore": None, "numpy": None, "timings_s": {}}
@@ -108,7 +109,7 @@ def run_probe(target: str, device_id: int, op: str) -> Dict[str, Any]:
         out["sample"] = {"got": got[:2, :2].astype(np.float64).tolist(), "ref": ref[:2, :2].tolist()}
         within = finite and bool(np.all(diff <= atol + rtol * np.abs(ref)))
         if within:
-            out["status"] = "observed-pass"
+            out["status"] = Evidence.PASS
         else:
             out["error"] = {"stage": "compare", "type": "ValueMismatch", "hint": None,
                             "message": "fetched values differ from numpy beyond atol %g + rtol %g·|ref|: "

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jobs.export import Exporter, choose_samples, find_confusion
-from jobs.export_load import batch_rows
+from jobs.export.load_report import batch_rows
+from jobs.export.loaders import not_fresh
+from jobs.export.reference import choose_samples, find_confusion
 from tests.conftest import PROJECT_ROOT, assert_events_valid, cli_env, run_cli
 from workbench.atomic import read_json
 from workbench.compare import diff_tensors
@@ -299,6 +300,6 @@ def test_a_load_in_this_process_or_by_a_stranger_is_never_fresh():
     def outcome(loader, parent):
         return {"report": {"pid": loader}, "pids": {"job": 100, "loader": loader, "loader_parent": parent}}
 
-    assert Exporter.not_fresh(outcome(101, 100), "loader") is None
-    assert "not in a new child of this job (100)" in Exporter.not_fresh(outcome(100, 99), "loader")
-    assert "not in a new child" in Exporter.not_fresh(outcome(101, 1), "loader")
+    assert not_fresh(outcome(101, 100), "loader") is None
+    assert "not in a new child of this job (100)" in not_fresh(outcome(100, 99), "loader")
+    assert "not in a new child" in not_fresh(outcome(101, 1), "loader")

@@ -1,0 +1,62 @@
+"""The env inventory: what this machine has, gathered and checked in a fixed order, or gathered only."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from workbench.ascend import cann as cannmod
+from workbench.jobconfig import JobConfig
+from workbench.jobkit import JobContext
+
+from jobs.env import ascend_stack, npu, python_stack, settings
+
+
+def gather(cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[str, Any]) -> Dict[str, Any]:
+    """The facts of every area (interpreter, packages, CANN, driver, pairing, variables) without a check.
+
+    npu-smi is not run: it is a check of its own, and the probes-only run leaves the NPUs alone.
+    """
+    interpreter = python_stack.interpreter_facts()
+    packages = python_stack.package_facts()
+    driver, firmware = ascend_stack.driver_summary(cannmod.driver_status(cfg.env.root))
+    driver["npu_smi"] = dict(npu.NOT_RUN_NOTE)
+    return {
+        "python": python_stack.interpreter_summary(interpreter),
+        "packages": python_stack.package_summary(packages),
+        "cann": ascend_stack.cann_summary(cann, set_env),
+        "driver": driver, "firmware": firmware,
+        "pairing": ascend_stack.pairing_facts(packages["mindspore"]["version"], cann["version"]),
+        "devices": [], "processes": [],
+        "environment": settings.environment_facts()[0],
+    }
+
+
+def check(ctx: JobContext, cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[str, Any]) -> Dict[str, Any]:
+    """Every inventory check in the job's order; returns the same facts `gather` does, plus npu-smi's."""
+    target = ctx.device["resolved"]
+    interpreter = python_stack.interpreter_facts()
+    python_stack.interpreter_checks(ctx, interpreter)
+    packages = python_stack.package_facts()
+    python_stack.package_checks(ctx, packages)
+    ascend_stack.cann_checks(ctx, target, cann, set_env)
+    status = cannmod.driver_status(cfg.env.root)
+    ascend_stack.driver_checks(ctx, target, status)
+    driver, firmware = ascend_stack.driver_summary(status)
+    pairing = ascend_stack.pairing_facts(packages["mindspore"]["version"], cann["version"])
+    ascend_stack.pairing_check(ctx, pairing)
+    info = npu.npu_smi(ctx, cfg.env, target, driver)
+    npu.npu_health(ctx, info)
+    npu.visible_devices(ctx, info)
+    settings.role_and_log_checks(ctx)
+    settings.device_setting(ctx)
+    recorded, masked = settings.environment_facts()
+    settings.environment_check(ctx, recorded, masked)
+    return {
+        "python": python_stack.interpreter_summary(interpreter),
+        "packages": python_stack.package_summary(packages),
+        "cann": ascend_stack.cann_summary(cann, set_env),
+        "driver": driver, "firmware": firmware, "pairing": pairing,
+        "devices": list(info.devices) if info is not None else [],
+        "processes": [npu.process_row(p) for p in info.processes] if info is not None else [],
+        "environment": recorded,
+    }

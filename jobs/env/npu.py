@@ -1,0 +1,128 @@
+"""The NPU side of the inventory: `npu-smi info` (found, run, parsed), each device's health, visible devices."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any, Dict, List, Optional, Tuple
+
+from workbench.ascend import cann as cannmod
+from workbench.ascend import npusmi, visible
+from workbench.atomic import write_text
+from workbench.jobkit import JobContext
+from workbench.protocol import Evidence
+
+from jobs.env.common import tail
+
+USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
+NOT_RUN_NOTE = {"present": None, "note": "not run: env.only_probes is true"}
+
+
+def find_npu_smi(command: str, root: str) -> Tuple[Optional[str], bool, List[str]]:
+    """(path, on_path, looked_at) of npu-smi: the configured command on PATH, else the usual places."""
+    looked = [command]
+    found = shutil.which(command)
+    if found:
+        return found, os.sep not in command, looked
+    if os.path.basename(command) == "npu-smi":
+        for usual in USUAL_NPU_SMI:
+            path = cannmod.under_root(usual, root)
+            looked.append(path)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path, False, looked
+    return None, False, looked
+
+
+def npu_smi(ctx: JobContext, env_cfg: Any, target: str, driver: Dict[str, Any]) -> Optional[npusmi.NpuSmiInfo]:
+    """Run `npu-smi info` under the single-poller lock; keep its output; parse or explain it.
+
+    npu-smi belongs to the driver package: what was found goes into `driver["npu_smi"]`.
+    """
+    path, on_path, looked = find_npu_smi(env_cfg.npu_smi, env_cfg.root)
+    npu = {"present": path is not None, "path": path, "on_path": on_path, "looked_at": looked}
+    driver["npu_smi"] = npu
+    if path is None:
+        ctx.check("npu-smi", "npu-smi", Evidence.NOT_RUN, "npu-smi not found (looked for %s)" % ", ".join(looked),
+                  evidence=npu, hint="install the Ascend driver, or mount npu-smi into the container"
+                  if target == "Ascend" else None, group="npu")
+        return None
+    if os.path.basename(path) != "npu-smi":
+        ctx.check("npu-smi", "npu-smi", Evidence.BLOCKED, "env.npu_smi=%r: its basename must be npu-smi" % path,
+                  evidence=npu, hint="set env.npu_smi to npu-smi or a path ending in /npu-smi", group="npu")
+        return None
+    lock = str(ctx.dir.parents[2] / ".locks" / "npu-smi.lock")
+    timeout_s = env_cfg.npu_smi_timeout_s
+    saved_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.path.dirname(path) + os.pathsep + saved_path  # run exactly the one found
+    try:
+        rc, out, err, elapsed_s = npusmi.run_npu_smi(["info"], timeout_s=timeout_s, lock_path=lock)
+    finally:
+        os.environ["PATH"] = saved_path
+    raw = out + (("\n# stderr:\n" + err) if err.strip() else "")
+    artifact = ctx.artifacts / "npu-smi-info.txt"
+    write_text(artifact, raw)
+    ctx.artifact(artifact, "npu-smi-info")
+    info = npusmi.parse_info(out)
+    failure = npusmi.classify_failure(rc, out, err)
+    npu.update(returncode=rc, elapsed_s=round(elapsed_s, 3), timeout_s=timeout_s, lock=lock, version=info.version,
+               layout=info.layout, failure=failure)
+    evidence = dict(npu, devices=len(info.devices), processes=info.processes, idle_npus=info.idle_npus,
+                    unparsed=info.unparsed, raw=tail(raw, 8000),
+                    note=None if on_path else "npu-smi is not on PATH; ran %s" % path)
+    if failure is not None:
+        ctx.check("npu-smi", "npu-smi", Evidence.FAIL, "npu-smi info failed (%s): %s" % (
+            failure["code"], failure["cause"]), evidence=evidence, hint=failure["hint"], group="npu")
+        return info if info.devices else None
+    if not info.devices:
+        ctx.check("npu-smi", "npu-smi", Evidence.FAIL,
+                  "npu-smi info printed no device table this parser knows (layout %s, %d unparsed lines)" % (
+                      info.layout, len(info.unparsed)), evidence=evidence,
+                  hint="keep artifacts/npu-smi-info.txt and compare it with the known layouts", group="npu")
+        return None
+    detail = "%d device(s), %d process(es), npu-smi %s, layout %s" % (
+        len(info.devices), len(info.processes), info.version or "version not printed", info.layout)
+    if not on_path:
+        detail += "; not on PATH, ran %s" % path
+    ctx.check("npu-smi", "npu-smi", Evidence.PASS, detail, evidence=evidence, group="npu")
+    return info
+
+
+def process_row(row: Dict[str, Any]) -> Dict[str, Any]:
+    """One process npu-smi lists, as the summary keeps it."""
+    out = {"npu": row["npu"], "pid": row["pid"], "name": row["name"], "memory_mb": row["memory_mb"]}
+    if "container_pid" in row:
+        out["container_pid"] = row["container_pid"]
+    return out
+
+
+def npu_health(ctx: JobContext, info: Optional[npusmi.NpuSmiInfo]) -> None:
+    """`npu-health`: every device's Health column; anything but OK fails."""
+    if info is None or not info.devices:
+        ctx.check("npu-health", "NPU health", Evidence.NOT_RUN, "no device list from npu-smi", evidence={}, group="npu")
+        return
+    bad = [d for d in info.devices if str(d.get("health")).upper() != "OK"]
+    rows = ["NPU %s chip %s %s: %s" % (d["npu"], d["chip"], d["name"], d["health"]) for d in info.devices]
+    if bad:
+        ctx.check("npu-health", "NPU health", Evidence.FAIL, "; ".join(
+            "NPU %s chip %s (%s) health %s" % (d["npu"], d["chip"], d["name"], d["health"]) for d in bad),
+            evidence={"devices": info.devices},
+            hint="read the alarm: `npu-smi info -t health -i <NPU>`; check temperature and power, and "
+                 "/var/log/npu/slog; a Warning device may still run, but its results need a second look", group="npu")
+    else:
+        ctx.check("npu-health", "NPU health", Evidence.PASS, "; ".join(rows), evidence={"devices": info.devices},
+                  group="npu")
+
+
+def visible_devices(ctx: JobContext, info: Optional[npusmi.NpuSmiInfo]) -> None:
+    """`visible-devices`: ASCEND_RT_VISIBLE_DEVICES well-formed, ascending, within the devices seen."""
+    value = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
+    seen = None
+    if info is not None and info.devices:
+        npus = [d["npu"] for d in info.devices]
+        seen = npus if len(set(npus)) == len(npus) else list(range(len(info.devices)))
+    verdict = visible.check_visible_devices(value, seen)
+    hint = None
+    if verdict["status"] == Evidence.FAIL:
+        hint = "list device indexes in ascending order, each below the number of devices this container sees"
+    ctx.check("visible-devices", "Visible devices", verdict["status"], verdict["detail"],
+              evidence=dict(verdict, value=value, seen=seen), hint=hint, group="settings")
