@@ -7,13 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import PROJECT_ROOT, cli_env
 from workbench import config
 from workbench.atomic import read_json, write_json
 from workbench.jobconfig import JobConfig
-from workbench.jobkit import JobContext, JobFailed
+from workbench.jobkit import JobContext
 from workbench.protocol import Evidence, read_all
 
 
@@ -44,15 +42,6 @@ def test_export_run_keeps_each_batch_size_once_in_order(tmp_path):
     run = ExportRun(job_context(tmp_path, "export", export={"batch_sizes": [32, 1, 32, 64, 1]}))
     assert run.batch_sizes == [32, 1, 64]
     assert run.target == "CPU" and run.device_id == 0
-
-
-def test_export_run_needs_a_signature_batch_for_mindir_only(tmp_path):
-    from jobs.export.state import ExportRun
-
-    with pytest.raises(JobFailed, match="export.batch_sizes is empty"):
-        ExportRun(job_context(tmp_path / "a", "export", export={"batch_sizes": []}))
-    run = ExportRun(job_context(tmp_path / "b", "export", export={"batch_sizes": [], "formats": ["ckpt"]}))
-    assert run.batch_sizes == []
 
 
 def test_loader_problem_names_a_hang_a_silent_death_and_an_unfinished_report():
