@@ -102,9 +102,14 @@ def _device(row1: List[str], row2: Optional[List[str]], hbm: bool) -> Dict[str, 
 
 
 def _process(cells: List[str], container_column: bool) -> Dict[str, Any]:
-    """Build one process dict from a process-table row."""
-    row: Dict[str, Any] = {"npu": int(cells[0].split()[0]), "pid": int(cells[1]),
-                           "name": cells[2], "memory_mb": float(cells[3])}
+    """Build one process dict from a process-table row.
+
+    The first column is "NPU  Chip": on cards with two dies under one NPU id (A3, 310P Duo)
+    the chip tells the dies apart, so it is kept (None when a table prints the NPU only).
+    """
+    ids = cells[0].split()
+    row: Dict[str, Any] = {"npu": int(ids[0]), "chip": int(ids[1]) if len(ids) > 1 else None,
+                           "pid": int(cells[1]), "name": cells[2], "memory_mb": float(cells[3])}
     if container_column:
         row["container_pid"] = int(cells[4]) if len(cells) > 4 and cells[4].isdigit() else None
     return row
@@ -281,9 +286,20 @@ def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float
         return TIMEOUT_RC, out or "", ((err or "") + "\n" + note).strip(), time.monotonic() - start
 
 
-def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None) -> Dict[str, Any]:
-    """Is `pid` among npu-smi's processes (on `npu` if given)? Host pid first, then container pid."""
-    candidates = [row for row in info.processes if npu is None or row["npu"] == npu]
+def on_device(row: Dict[str, Any], npu: Optional[int], chip: Optional[int]) -> bool:
+    """Is this process row on `npu` (and on `chip`, wherever the row carries a chip)?"""
+    if npu is not None and row["npu"] != npu:
+        return False
+    return chip is None or row.get("chip") is None or row["chip"] == chip
+
+
+def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None,
+                  chip: Optional[int] = None) -> Dict[str, Any]:
+    """Is `pid` among npu-smi's processes on `npu` and `chip` (each if given)? Host pid first, then container pid.
+
+    Rows that carry no chip number match on the NPU alone.
+    """
+    candidates = [row for row in info.processes if on_device(row, npu, chip)]
     for rule, key in (("host-pid", "pid"), ("container-pid", "container_pid")):
         rows = [row for row in candidates if row.get(key) == pid]
         if rows:
