@@ -122,12 +122,15 @@ def test_missing_npu_smi_is_not_run(tmp_path):
     assert "npu-smi not found" in check["detail"]
 
 
-def test_failing_npu_smi_is_blocked_with_its_cause(tmp_path, fake_smi):
+@pytest.mark.parametrize("exit_code", [0, 255])
+def test_failing_npu_smi_is_blocked_with_its_words_and_the_container_hint(tmp_path, fake_smi, exit_code):
     ctx = make_ctx(tmp_path)
-    smi = fake_smi(DOCKER_FIXTURE, exit_code=1)
+    smi = fake_smi(DOCKER_FIXTURE, exit_code=exit_code)  # real npu-smi exits 0 or 255 on a dcmi error
     check = sample_device_activity(ctx, ctx.device, npu_smi=smi, pid=683935, containerised=False)
-    assert check["status"] == "blocked"
+    assert check["status"] == Evidence.BLOCKED
     assert check["evidence"]["failure"]["code"] == "dcmi-8020"
+    assert "dcmi model initialized failed, because the device is used. ret is -8020" in check["detail"]
+    assert "--device=/dev/davinci0 --device=/dev/davinci_manager" in check["hint"]
     assert (ctx.artifacts / "npu-smi-during-train.txt").is_file()
 
 

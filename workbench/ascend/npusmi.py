@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from workbench.ascend import errors
+from workbench.protocol import Evidence
 
 DEFAULT_LOCK_PATH = os.path.join(tempfile.gettempdir(), "ms-workbench-npu-smi.lock")
 TIMEOUT_RC = 124  # same convention as coreutils `timeout`
 NOT_FOUND_RC = 127  # same convention as the shell
 _KILL_GRACE_S = 2.0
+# What a container needs to see an NPU: the device nodes and the host driver (npu-smi comes with it).
+CONTAINER_HINT = ("in a container, map the device and the driver: docker run --device=/dev/davinci0 "
+                  "--device=/dev/davinci_manager --device=/dev/devmm_svm --device=/dev/hisi_hdc "
+                  "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver "
+                  "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi … (one --device=/dev/davinciN per NPU)")
 
 _TITLE_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)")
 _PAIR_RE = re.compile(r"(\d+(?:\.\d+)?|NA|-)\s*/\s*(\d+(?:\.\d+)?|NA|-)")
@@ -218,6 +224,22 @@ def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Opt
         return {"code": "exit-%d" % returncode, "cause": "npu-smi exited with status %d" % returncode,
                 "hint": "read its stderr: %s" % ((stderr or stdout or "(empty)").strip()[:200])}
     return None
+
+
+def error_text(stdout: str, stderr: str, limit: int = 300) -> str:
+    """npu-smi's own words when it failed: its non-table lines, joined with ' | ' and shortened."""
+    lines = [line.strip() for line in ("%s\n%s" % (stdout or "", stderr or "")).splitlines()
+             if line.strip() and not line.lstrip().startswith(("+", "|"))]
+    text = " | ".join(lines)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def failure_verdict(failure: Dict[str, str], stdout: str, stderr: str) -> Dict[str, Any]:
+    """A failed npu-smi as a device-layer verdict: blocked, its error text, its hint and the container hint."""
+    words = error_text(stdout, stderr) or "(no output)"
+    return {"status": Evidence.BLOCKED, "failure": failure, "error_text": words,
+            "detail": "npu-smi info failed (%s): %s; %s" % (failure["code"], words, failure["cause"]),
+            "hint": "%s; %s" % (failure["hint"], CONTAINER_HINT)}
 
 
 def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0, lock_path: str = DEFAULT_LOCK_PATH,
