@@ -10,9 +10,11 @@ import pytest
 
 from tests.fixtures.ascend_fakes import (
     DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, fixture_text,
-    make_fake_ascend_tree, section, transcript_files,
+    make_fake_ascend_tree, section, transcript_files, write_transcript_files,
 )
 from workbench.ascend import cann
+from workbench.ascend.npusmi import parse_board, parse_info
+from workbench.protocol import Evidence
 
 
 def test_install_info_fixtures():
@@ -63,6 +65,72 @@ def test_firmware_range_check():
     assert cann.firmware_in_driver_range(drv24, "7.5.0.1.129") is True
     assert cann.firmware_in_driver_range(drv24, "7.7.0.1.231") is False  # 7.7 is past [7.0.0,7.5.99]
     assert cann.firmware_in_driver_range({}, "7.7.0.1.231") is None
+
+
+TWO_WAY = "derived_version.info_driver25.0-firmware7.5_two-way.txt"
+BOARD = "npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt"
+
+
+def test_firmware_whose_driver_list_excludes_the_driver_fails(tmp_path):
+    # Driver 25.0.rc1.1 admits firmware 7.5 ([7.0.0,7.7.99]); firmware 7.5 lists drivers up to 24.1 only.
+    write_transcript_files(tmp_path, fixture_text(TWO_WAY))
+    status = cann.driver_status(str(tmp_path))
+    assert status["firmware_in_driver_range"] is True
+    assert status["driver_in_firmware_range"] is False
+    verdict = status["compatibility"]
+    assert verdict["status"] == Evidence.FAIL, verdict
+    assert verdict["checked"] == ["driver's compatible_version_fw", "firmware's compatible_version_drv"]
+    assert "firmware 7.5.0.1.129 does not list driver 25.0.rc1.1" in verdict["detail"]
+    assert "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]" in verdict["detail"]
+    assert verdict["hint"]
+
+
+@pytest.mark.parametrize("source, driver, firmware", [(1, "25.0.rc1.1", "7.7.0.1.231"), (2, "24.1.rc3", "7.5.0.1.129")])
+def test_real_pairs_admit_each_other_both_ways(tmp_path, source, driver, firmware):
+    block = section(fixture_text(VERSIONS_800IA2), "# Source %d:" % source, "# Source %d:" % (source + 1))
+    write_transcript_files(tmp_path, block, only=("/driver/", "/firmware/"))
+    verdict = cann.driver_status(str(tmp_path))["compatibility"]
+    assert verdict["status"] == Evidence.PASS, verdict
+    assert len(verdict["checked"]) == 2
+    assert "driver %s and firmware %s list each other" % (driver, firmware) in verdict["detail"]
+
+
+@pytest.mark.parametrize("a, b, admitted", [
+    ("25.0.rc1.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", True),
+    ("24.1.rc3", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]", True),
+    ("25.5.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", False),
+    ("23.0.rc3", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", True),
+    ("23.0.rc1", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", False),
+    ("6.4.12.1.241", "[6.4.0,6.4.99],[7.0.0,7.7.99]", True),
+    ("7.8.0.6.201", "[7.0.0,7.7.99]", False),
+])
+def test_ranges_with_open_ended_prefixes(a, b, admitted):
+    # "[24.1,24.1.]" (trailing dot) is every 24.1.x release; rcN sorts before the final release.
+    assert cann.in_ranges(a, b) is admitted
+
+
+def test_only_the_firmware_file_checks_its_side_and_says_so(tmp_path):
+    block = section(fixture_text(VERSIONS_800IA2), "# Source 1:", "# Source 2:")
+    write_transcript_files(tmp_path, block, only=("/firmware/",))
+    driver_from_smi = parse_info(block).version  # npu-smi's title line carries the driver version
+    status = cann.driver_status(str(tmp_path), driver_version=driver_from_smi)
+    verdict = status["compatibility"]
+    assert verdict["status"] == Evidence.PASS
+    assert verdict["checked"] == ["firmware's compatible_version_drv"]
+    assert "only the firmware's compatible_version_drv was checked" in verdict["detail"]
+    assert "no driver version.info" in verdict["detail"] and "driver 25.0.rc1.1 (from npu-smi)" in verdict["detail"]
+
+
+def test_only_the_driver_file_with_the_boards_firmware(tmp_path):
+    block = section(fixture_text(VERSIONS_800IA2), "# Source 2:", "# Source 3:")
+    write_transcript_files(tmp_path, block, only=("/driver/",))
+    assert cann.driver_status(str(tmp_path))["compatibility"]["status"] == Evidence.NOT_RUN
+    board = parse_board(fixture_text(BOARD))  # firmware 7.8.0.6.201, past this driver's [7.0.0,7.5.99]
+    verdict = cann.driver_status(str(tmp_path), firmware_version=board.card["Firmware Version"])["compatibility"]
+    assert verdict["status"] == Evidence.FAIL
+    assert verdict["checked"] == ["driver's compatible_version_fw"]
+    assert "driver 24.1.rc3 does not list firmware 7.8.0.6.201" in verdict["detail"]
+    assert "no firmware version.info" in verdict["detail"]
 
 
 @pytest.mark.parametrize("fixture, version, version_from, internal, driver, firmware", [

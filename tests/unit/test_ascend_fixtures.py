@@ -22,6 +22,10 @@ DERIVED = {
     "derived_npu-smi-info_26x_container-pid_from_910B3.txt",
     "derived_npu-smi-info_A3_phy-id_from_910B3.txt",
     "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt",
+    "derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt",
+    "derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt",
+    "derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt",
+    "derived_version.info_driver25.0-firmware7.5_two-way.txt",
 }
 
 

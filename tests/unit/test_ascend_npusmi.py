@@ -147,13 +147,13 @@ def test_rows_of_unknown_shape_give_unknown_layout():
 
 
 def test_board_and_usages():
-    board = parse_board(fixture_text("npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt"))
+    board = parse_board(fixture_text("npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt")).card
     assert board["Software Version"] == "25.5.1"
     assert board["Firmware Version"] == "7.8.0.6.201"
     assert board["PCIe Bus Info"] == "0000:C1:00.0"
     assert board["PCI Device ID"] == "0xD802"
     assert "# npu-smi info -t board -i 0" not in board
-    usages = parse_usages(fixture_text("npu-smi-info-t-usages_910B-HBM64G_25.5.1_telegraf-fixture.txt"))
+    usages = parse_usages(fixture_text("npu-smi-info-t-usages_910B-HBM64G_25.5.1_telegraf-fixture.txt")).chips[0]
     assert usages["HBM Capacity(MB)"] == 65536.0
     assert usages["HBM Usage Rate(%)"] == 5.0
     assert usages["Ctrlcpu Usage Rate(%)"] == 6.0

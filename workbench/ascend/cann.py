@@ -15,6 +15,10 @@ import platform
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from workbench.ascend.fwcompat import (  # noqa: F401  (re-exported: callers read them from cann)
+    compatibility_verdict, driver_in_firmware_range, firmware_in_driver_range, in_ranges,
+)
+
 ASCEND_ROOT = "/usr/local/Ascend"
 USUAL_HOMES = (
     "/usr/local/Ascend/ascend-toolkit/latest",
@@ -245,29 +249,6 @@ def set_env_status(env: Optional[Mapping[str, str]] = None, root: str = "/",
             "missing": missing, "detail": detail}
 
 
-def _version_tuple(text: str, width: int = 3) -> Optional[Tuple[int, ...]]:
-    """Leading numeric components of a version (7.7.0.1.231 -> (7, 7, 0)); None if not numeric."""
-    parts = []
-    for piece in text.strip().split(".")[:width]:
-        if not piece.isdigit():
-            return None
-        parts.append(int(piece))
-    return tuple(parts) if parts else None
-
-
-def firmware_in_driver_range(driver_fields: Mapping[str, str], firmware_version: Optional[str]) -> Optional[bool]:
-    """Is the firmware inside the driver's `compatible_version_fw` ranges? None when unknown."""
-    ranges = re.findall(r"\[([^,\]]+),([^\]]+)\]", driver_fields.get("compatible_version_fw", ""))
-    fw = _version_tuple(firmware_version or "")
-    if not ranges or fw is None:
-        return None
-    for low, high in ranges:
-        lo, hi = _version_tuple(low), _version_tuple(high)
-        if lo is not None and hi is not None and lo <= fw <= hi:
-            return True
-    return False
-
-
 def _first_info(paths: Tuple[str, ...], root: str) -> Dict[str, Any]:
     """Read the first existing version.info of `paths`; list every path tried."""
     looked_at = []
@@ -281,10 +262,16 @@ def _first_info(paths: Tuple[str, ...], root: str) -> Dict[str, Any]:
             "version_dir": None, "fields": {}, "looked_at": looked_at}
 
 
-def driver_status(root: str = "/") -> Dict[str, Any]:
-    """Driver and firmware version.info (incl. /var/davinci/driver on 310B boards) and their fit."""
+def driver_status(root: str = "/", driver_version: Optional[str] = None,
+                  firmware_version: Optional[str] = None) -> Dict[str, Any]:
+    """Driver and firmware version.info (incl. /var/davinci/driver on 310B boards) and their fit, both ways.
+
+    `driver_version` / `firmware_version` stand in for a missing file (npu-smi's title line
+    carries the driver version, `npu-smi info -t board` the firmware's).
+    """
     driver = _first_info(DRIVER_INFOS, root)
     firmware = _first_info(FIRMWARE_INFOS, root)
-    fits = firmware_in_driver_range(driver["fields"], firmware["version"])
     missing = [entry["path"] for part in (driver, firmware) if not part["found"] for entry in part["looked_at"]]
-    return {"driver": driver, "firmware": firmware, "firmware_in_driver_range": fits, "missing": missing}
+    verdict = compatibility_verdict(driver, firmware, driver_version, firmware_version)
+    return {"driver": driver, "firmware": firmware, "firmware_in_driver_range": verdict["sides"][0]["fits"],
+            "driver_in_firmware_range": verdict["sides"][1]["fits"], "compatibility": verdict, "missing": missing}

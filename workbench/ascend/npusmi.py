@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from workbench.ascend import errors
+from workbench.ascend.smiblocks import ChipRecords, parse_chip_records
 from workbench.protocol import Evidence
 
 DEFAULT_LOCK_PATH = os.path.join(tempfile.gettempdir(), "ms-workbench-npu-smi.lock")
@@ -179,30 +180,14 @@ def parse_info(text: str) -> NpuSmiInfo:
     return info
 
 
-def _key_values(text: str) -> Dict[str, str]:
-    """`Key : value` lines of `npu-smi info -t ...` output; '#' lines are skipped."""
-    found: Dict[str, str] = {}
-    for line in text.splitlines():
-        if line.lstrip().startswith("#") or ":" not in line:
-            continue
-        key, _, value = line.partition(":")
-        if key.strip():
-            found[key.strip()] = value.strip()
-    return found
+def parse_board(text: str, chip: Optional[int] = None) -> ChipRecords:
+    """Parse `npu-smi info -t board|health|... -i N [-c C]`: card fields, a record per chip, the MCU apart (text values)."""
+    return parse_chip_records(text, chip=chip, numbers=False)
 
 
-def parse_board(text: str) -> Dict[str, str]:
-    """Parse `npu-smi info -t board -i N` into {field: value} (values kept as printed)."""
-    return _key_values(text)
-
-
-def parse_usages(text: str) -> Dict[str, Any]:
-    """Parse `npu-smi info -t usages -i N`: numbers become floats, the rest stays text."""
-    values: Dict[str, Any] = {}
-    for key, value in _key_values(text).items():
-        number = _num(value)
-        values[key] = value if number is None else number
-    return values
+def parse_usages(text: str, chip: Optional[int] = None) -> ChipRecords:
+    """Parse `npu-smi info -t usages|common|memory|... -i N [-c C]` per chip: numbers become floats."""
+    return parse_chip_records(text, chip=chip, numbers=True)
 
 
 def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Optional[Dict[str, str]]:
