@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+from pathlib import Path
 
 import pytest
 
 from tests.fixtures.ascend_fakes import (
-    DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, fixture_text,
+    DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, container_driver_env, fixture_text,
     make_fake_ascend_tree, section, transcript_files, write_transcript_files,
 )
 from workbench.ascend import cann
@@ -203,8 +204,10 @@ def test_set_env_sourced(tmp_path):
     status = cann.set_env_status(env, str(tmp_path))
     assert status["status"] == "observed-pass" and status["sourced"] and status["missing"] == []
     # Every entry the recorded set_env.sh adds is checked, and all exist in the built tree.
-    assert len(status["checks"]) == 19
+    assert len(status["checks"]) == 20
     assert all(check["present"] and check["exists"] for check in status["checks"])
+    hal = tmp_path / "usr/local/Ascend/driver/lib64/driver"
+    assert status["driver_libraries"]["reachable_in"] == [str(hal)]
     tiling = [c for c in status["checks"] if "op_tiling" in c["expected"]]
     assert tiling[0]["expected"].endswith(os.path.join("linux", platform.machine()))
 
@@ -240,3 +243,64 @@ def test_optional_entry_missing_does_not_fail(tmp_path):
     assert status["status"] == "observed-pass"
     aml = [c for c in status["checks"] if c["expected"].endswith(os.path.join("aml", "lib64"))]
     assert aml[0]["present"] and not aml[0]["exists"] and not aml[0]["required"]
+
+
+def set_ld_path(env, *dirs):
+    return dict(env, LD_LIBRARY_PATH=os.pathsep.join(str(d) for d in dirs))
+
+
+def test_driver_subdirectories_on_the_path_hold_the_driver_libraries(tmp_path):
+    # Containers mount the driver's lib64/common and lib64/driver and name those, not lib64 itself.
+    env = container_driver_env(tmp_path, make_fake_ascend_tree(tmp_path, "8.0.0"))
+    driver = tmp_path / "usr/local/Ascend/driver/lib64"
+    assert str(driver) not in env["LD_LIBRARY_PATH"].split(os.pathsep)
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == Evidence.PASS and status["sourced"], status["missing"]
+    assert status["driver_libraries"]["reachable_in"] == [str(driver / "driver")]
+    assert "libascend_hal.so reachable in %s" % (driver / "driver") in status["detail"]
+
+
+def test_driver_library_directory_missing_from_the_path_names_where_it_is(tmp_path):
+    env = container_driver_env(tmp_path, make_fake_ascend_tree(tmp_path, "8.0.0"))
+    driver = tmp_path / "usr/local/Ascend/driver/lib64"
+    env["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"].replace(str(driver / "driver") + os.pathsep, "")
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == Evidence.FAIL and not status["sourced"]
+    assert status["missing"] == ["LD_LIBRARY_PATH: libascend_hal.so is in %s, which no LD_LIBRARY_PATH entry names"
+                                 % (driver / "driver")]
+
+
+def test_lib64_itself_on_the_path_is_not_where_the_library_is(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    driver = tmp_path / "usr/local/Ascend/driver/lib64"
+    kept = [p for p in env["LD_LIBRARY_PATH"].split(os.pathsep) if not p.startswith(str(driver) + os.sep)]
+    status = cann.set_env_status(set_ld_path(env, *kept), str(tmp_path))
+    assert status["status"] == Evidence.FAIL
+    assert "libascend_hal.so is in %s" % (driver / "driver") in status["missing"][0]
+
+
+def test_no_driver_installed_is_not_blamed_on_set_env(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    shutil.rmtree(tmp_path / "usr/local/Ascend/driver/lib64/driver")
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["sourced"] and status["status"] == Evidence.PASS
+    assert status["driver_libraries"]["reachable"] is False and status["driver_libraries"]["installed_in"] == []
+    assert "libascend_hal.so not found" in status["detail"]
+
+
+E2_LINE = "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file"
+
+
+def test_library_a_probe_error_names_is_looked_up(tmp_path):
+    assert E2_LINE in fixture_text("errors_verbatim_collection.md")
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    home = env["ASCEND_HOME_PATH"]
+    (tmp_path / home.lstrip("/") if not home.startswith(str(tmp_path)) else Path(home)).joinpath(
+        "lib64", "libge_runner.so").write_bytes(b"")
+    found = cann.libraries_in_error(E2_LINE, env, str(tmp_path))
+    assert [lib["name"] for lib in found["libraries"]] == ["libge_runner.so"]
+    assert found["unreachable"] == [] and "reachable" in found["detail"]
+    without = set_ld_path(env, *[p for p in env["LD_LIBRARY_PATH"].split(os.pathsep) if p != home + "/lib64"])
+    missing = cann.libraries_in_error(E2_LINE, without, str(tmp_path))
+    assert missing["unreachable"] == ["libge_runner.so"]
+    assert "libge_runner.so is in %s/lib64, which no LD_LIBRARY_PATH entry names" % home in missing["detail"]
