@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from workbench.ascend import activity, npusmi
 from workbench.atomic import write_text
 from workbench.jobkit import JobContext
+from workbench.protocol import Evidence
 
 CHECK_ID = "device-activity"
 CHECK_TITLE = "device activity"
@@ -82,13 +83,13 @@ def observe(ctx: JobContext, device: Dict[str, Any], npu_smi: str = "npu-smi", p
     pid = os.getpid() if pid is None else int(pid)
     base: Dict[str, Any] = {"target": target, "device_id": device_id, "pid": pid, "when": when or {}}
     if target != "Ascend":
-        return {"status": "not-run", "artifact": None, "evidence": base, "hint": None,
+        return {"status": Evidence.NOT_RUN, "artifact": None, "evidence": base, "hint": None,
                 "detail": "target %s: npu-smi process evidence exists for Ascend only; what MindSpore runs on is "
                           "in the effective-config check" % target}
     path, looked = find_npu_smi(npu_smi)
     base.update(npu_smi=path, looked_at=looked)
     if path is None:
-        return {"status": "not-run", "artifact": None, "evidence": base,
+        return {"status": Evidence.NOT_RUN, "artifact": None, "evidence": base,
                 "detail": "npu-smi not found (looked for %s): no process evidence for the NPU" % ", ".join(looked),
                 "hint": "install the Ascend driver's npu-smi, or mount it into the container"}
     lock = lock_path(ctx)
@@ -101,12 +102,13 @@ def observe(ctx: JobContext, device: Dict[str, Any], npu_smi: str = "npu-smi", p
                 raw=raw[-RAW_EVIDENCE_CHARS:])
     failure = npusmi.classify_failure(rc, out, err)
     if failure is not None:
+        verdict = npusmi.failure_verdict(failure, out, err)
         base["failure"] = failure
-        return {"status": "blocked", "artifact": artifact, "evidence": base, "hint": failure["hint"],
-                "detail": "npu-smi info failed (%s): %s; no process evidence" % (failure["code"], failure["cause"])}
+        return {"status": verdict["status"], "artifact": artifact, "evidence": base, "hint": verdict["hint"],
+                "detail": verdict["detail"] + "; no process evidence"}
     info = npusmi.parse_info(out)
     if not info.devices:
-        return {"status": "blocked", "artifact": artifact, "evidence": dict(base, unparsed=info.unparsed),
+        return {"status": Evidence.BLOCKED, "artifact": artifact, "evidence": dict(base, unparsed=info.unparsed),
                 "detail": "npu-smi info printed no device table this parser knows (layout %s)" % info.layout,
                 "hint": "keep artifacts/%s and compare it with the known layouts" % artifact_name}
     mapping = activity.npu_for_device(device_id, os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), info.devices)
@@ -114,8 +116,8 @@ def observe(ctx: JobContext, device: Dict[str, Any], npu_smi: str = "npu-smi", p
     evidence = dict(base, **verdict["evidence"])
     detail = verdict["detail"]
     if mapping.get("visible_devices") is not None and mapping.get("npu") is not None:
-        detail += "; device id %d -> NPU %s via ASCEND_RT_VISIBLE_DEVICES=%s" % (
-            device_id, mapping["npu"], mapping["visible_devices"])
+        detail += "; device id %d -> NPU %s chip %s via ASCEND_RT_VISIBLE_DEVICES=%s" % (
+            device_id, mapping["npu"], mapping["chip"], mapping["visible_devices"])
     return {"status": verdict["status"], "detail": detail, "hint": verdict["hint"], "evidence": evidence,
             "artifact": artifact}
 
@@ -157,7 +159,7 @@ class BackgroundSample:
         try:
             self.result = observe(*args)
         except Exception as exc:  # the check must say the sampling broke, not vanish
-            self.result = {"status": "blocked", "artifact": None, "hint": None, "evidence": {"error": repr(exc)},
+            self.result = {"status": Evidence.BLOCKED, "artifact": None, "hint": None, "evidence": {"error": repr(exc)},
                            "detail": "sampling npu-smi raised %s: %s" % (type(exc).__name__, exc)}
 
     def done(self) -> bool:

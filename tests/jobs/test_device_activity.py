@@ -14,10 +14,11 @@ from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fa
 from workbench.atomic import sha256_file, write_json
 from workbench.config import defaults
 from workbench.jobkit import JobContext
-from workbench.protocol import read_all
+from workbench.protocol import Evidence, read_all
 
 B3 = "npu-smi-info_910B3_x8_with_processes.txt"
 WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
+DUO = "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"
 ASCEND = {"requested": "Ascend", "resolved": "Ascend", "id": 3, "why": "asked for"}
 
 
@@ -80,6 +81,20 @@ def test_own_pid_missing_is_observed_fail_naming_pids(tmp_path, fake_smi, monkey
     assert "683935 on NPU 3" in check["detail"]
 
 
+def test_two_dies_of_one_npu_are_two_devices(tmp_path, fake_smi, monkeypatch):
+    # Logical device 1 of a 310P Duo card is NPU 0 chip 1: the pid on chip 0 is not this job's device.
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    smi = fake_smi(DUO)
+    sibling = sample_device_activity(make_ctx(tmp_path / "a", dict(ASCEND, id=1)), dict(ASCEND, id=1), npu_smi=smi,
+                                     pid=41235, containerised=False)
+    assert sibling["status"] == Evidence.FAIL, sibling
+    assert "41235 on NPU 0 chip 0" in sibling["detail"]
+    own = sample_device_activity(make_ctx(tmp_path / "b", dict(ASCEND, id=1)), dict(ASCEND, id=1), npu_smi=smi,
+                                 pid=41236, containerised=False)
+    assert own["status"] == Evidence.PASS, own
+    assert (own["evidence"]["row"]["npu"], own["evidence"]["row"]["chip"]) == (0, 1)
+
+
 def test_several_processes_on_one_npu(tmp_path, fake_smi, monkeypatch):
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     ctx = make_ctx(tmp_path, dict(ASCEND, id=0))
@@ -107,12 +122,15 @@ def test_missing_npu_smi_is_not_run(tmp_path):
     assert "npu-smi not found" in check["detail"]
 
 
-def test_failing_npu_smi_is_blocked_with_its_cause(tmp_path, fake_smi):
+@pytest.mark.parametrize("exit_code", [0, 255])
+def test_failing_npu_smi_is_blocked_with_its_words_and_the_container_hint(tmp_path, fake_smi, exit_code):
     ctx = make_ctx(tmp_path)
-    smi = fake_smi(DOCKER_FIXTURE, exit_code=1)
+    smi = fake_smi(DOCKER_FIXTURE, exit_code=exit_code)  # real npu-smi exits 0 or 255 on a dcmi error
     check = sample_device_activity(ctx, ctx.device, npu_smi=smi, pid=683935, containerised=False)
-    assert check["status"] == "blocked"
+    assert check["status"] == Evidence.BLOCKED
     assert check["evidence"]["failure"]["code"] == "dcmi-8020"
+    assert "dcmi model initialized failed, because the device is used. ret is -8020" in check["detail"]
+    assert "--device=/dev/davinci0 --device=/dev/davinci_manager" in check["hint"]
     assert (ctx.artifacts / "npu-smi-during-train.txt").is_file()
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fixtures.ascend_fakes import fixture_text
 from workbench.ascend.activity import activity_verdict, npu_for_device
 from workbench.ascend.npusmi import parse_info
+from workbench.protocol import Evidence
 
 B3 = "npu-smi-info_910B3_x8_with_processes.txt"
 WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
 A3 = "derived_npu-smi-info_A3_phy-id_from_910B3.txt"
+DUO = "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"
 
 
 def parse(name: str):
@@ -115,12 +119,33 @@ def test_idle_npu_is_observed_fail():
     assert found["evidence"]["aicore_pct"] == 93.0
 
 
-def test_a3_two_chips_per_npu_match_on_npu_and_say_so():
-    found = verdict(A3, 683933, 1, in_container=False)
-    assert found["evidence"]["mapping"]["npu"] == 0 and found["evidence"]["mapping"]["chip"] == 1
-    assert found["status"] == "observed-pass"
-    assert found["evidence"]["aicore_pct"] == 93.0
-    assert "matched on the NPU only" in found["detail"]
+@pytest.mark.parametrize("name, job_pid, sibling_pid", [(A3, 683933, 683932), (DUO, 41236, 41235)])
+def test_two_dies_under_one_npu_match_on_npu_and_chip(name, job_pid, sibling_pid):
+    # Logical device 1 is the second row of the device table: NPU 0, chip 1 (A3 and 310P Duo alike).
+    # The sibling die of the same NPU is another device: a pid there is not this job on its device.
+    sibling = verdict(name, sibling_pid, 1, in_container=False)
+    assert sibling["status"] == Evidence.FAIL, sibling
+    assert "not in npu-smi's process table for NPU 0 chip 1" in sibling["detail"]
+    assert "%d on NPU 0 chip 0" % sibling_pid in sibling["detail"]
+    on_chip = verdict(name, job_pid, 1, in_container=False)
+    assert (on_chip["evidence"]["mapping"]["npu"], on_chip["evidence"]["mapping"]["chip"]) == (0, 1)
+    assert on_chip["status"] == Evidence.PASS, on_chip
+    assert on_chip["evidence"]["row"]["chip"] == 1
+    assert "seen on NPU 0 chip 1" in on_chip["detail"]
+
+
+def test_chip_row_gives_the_aicore_of_the_asked_for_die():
+    found = verdict(DUO, 41236, 1, in_container=False)
+    assert found["evidence"]["aicore_pct"] == 37.0
+    assert [c["chip"] for c in found["evidence"]["chips"]] == [0, 1]
+
+
+def test_rows_without_a_chip_number_match_on_the_npu_and_say_so():
+    # An older process table printing only the NPU number: the chip cannot be checked.
+    text = fixture_text(A3).replace("| 0       1                 | 683933", "| 0                         | 683933")
+    found = verdict(A3, 683933, 1, in_container=False, text=text)
+    assert found["status"] == Evidence.PASS
+    assert "carry no chip number" in found["detail"]
 
 
 def test_unmappable_device_is_blocked():

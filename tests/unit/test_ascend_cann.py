@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+from pathlib import Path
 
 import pytest
 
 from tests.fixtures.ascend_fakes import (
-    DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, fixture_text,
-    make_fake_ascend_tree, section, transcript_files,
+    DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, container_driver_env, fixture_text,
+    make_fake_ascend_tree, section, transcript_files, write_transcript_files,
 )
 from workbench.ascend import cann
+from workbench.ascend.npusmi import parse_board, parse_info
+from workbench.protocol import Evidence
 
 
 def test_install_info_fixtures():
@@ -63,6 +66,72 @@ def test_firmware_range_check():
     assert cann.firmware_in_driver_range(drv24, "7.5.0.1.129") is True
     assert cann.firmware_in_driver_range(drv24, "7.7.0.1.231") is False  # 7.7 is past [7.0.0,7.5.99]
     assert cann.firmware_in_driver_range({}, "7.7.0.1.231") is None
+
+
+TWO_WAY = "derived_version.info_driver25.0-firmware7.5_two-way.txt"
+BOARD = "npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt"
+
+
+def test_firmware_whose_driver_list_excludes_the_driver_fails(tmp_path):
+    # Driver 25.0.rc1.1 admits firmware 7.5 ([7.0.0,7.7.99]); firmware 7.5 lists drivers up to 24.1 only.
+    write_transcript_files(tmp_path, fixture_text(TWO_WAY))
+    status = cann.driver_status(str(tmp_path))
+    assert status["firmware_in_driver_range"] is True
+    assert status["driver_in_firmware_range"] is False
+    verdict = status["compatibility"]
+    assert verdict["status"] == Evidence.FAIL, verdict
+    assert verdict["checked"] == ["driver's compatible_version_fw", "firmware's compatible_version_drv"]
+    assert "firmware 7.5.0.1.129 does not list driver 25.0.rc1.1" in verdict["detail"]
+    assert "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]" in verdict["detail"]
+    assert verdict["hint"]
+
+
+@pytest.mark.parametrize("source, driver, firmware", [(1, "25.0.rc1.1", "7.7.0.1.231"), (2, "24.1.rc3", "7.5.0.1.129")])
+def test_real_pairs_admit_each_other_both_ways(tmp_path, source, driver, firmware):
+    block = section(fixture_text(VERSIONS_800IA2), "# Source %d:" % source, "# Source %d:" % (source + 1))
+    write_transcript_files(tmp_path, block, only=("/driver/", "/firmware/"))
+    verdict = cann.driver_status(str(tmp_path))["compatibility"]
+    assert verdict["status"] == Evidence.PASS, verdict
+    assert len(verdict["checked"]) == 2
+    assert "driver %s and firmware %s list each other" % (driver, firmware) in verdict["detail"]
+
+
+@pytest.mark.parametrize("a, b, admitted", [
+    ("25.0.rc1.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", True),
+    ("24.1.rc3", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]", True),
+    ("25.5.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", False),
+    ("23.0.rc3", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", True),
+    ("23.0.rc1", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", False),
+    ("6.4.12.1.241", "[6.4.0,6.4.99],[7.0.0,7.7.99]", True),
+    ("7.8.0.6.201", "[7.0.0,7.7.99]", False),
+])
+def test_ranges_with_open_ended_prefixes(a, b, admitted):
+    # "[24.1,24.1.]" (trailing dot) is every 24.1.x release; rcN sorts before the final release.
+    assert cann.in_ranges(a, b) is admitted
+
+
+def test_only_the_firmware_file_checks_its_side_and_says_so(tmp_path):
+    block = section(fixture_text(VERSIONS_800IA2), "# Source 1:", "# Source 2:")
+    write_transcript_files(tmp_path, block, only=("/firmware/",))
+    driver_from_smi = parse_info(block).version  # npu-smi's title line carries the driver version
+    status = cann.driver_status(str(tmp_path), driver_version=driver_from_smi)
+    verdict = status["compatibility"]
+    assert verdict["status"] == Evidence.PASS
+    assert verdict["checked"] == ["firmware's compatible_version_drv"]
+    assert "only the firmware's compatible_version_drv was checked" in verdict["detail"]
+    assert "no driver version.info" in verdict["detail"] and "driver 25.0.rc1.1 (from npu-smi)" in verdict["detail"]
+
+
+def test_only_the_driver_file_with_the_boards_firmware(tmp_path):
+    block = section(fixture_text(VERSIONS_800IA2), "# Source 2:", "# Source 3:")
+    write_transcript_files(tmp_path, block, only=("/driver/",))
+    assert cann.driver_status(str(tmp_path))["compatibility"]["status"] == Evidence.NOT_RUN
+    board = parse_board(fixture_text(BOARD))  # firmware 7.8.0.6.201, past this driver's [7.0.0,7.5.99]
+    verdict = cann.driver_status(str(tmp_path), firmware_version=board.card["Firmware Version"])["compatibility"]
+    assert verdict["status"] == Evidence.FAIL
+    assert verdict["checked"] == ["driver's compatible_version_fw"]
+    assert "driver 24.1.rc3 does not list firmware 7.8.0.6.201" in verdict["detail"]
+    assert "no firmware version.info" in verdict["detail"]
 
 
 @pytest.mark.parametrize("fixture, version, version_from, internal, driver, firmware", [
@@ -135,8 +204,10 @@ def test_set_env_sourced(tmp_path):
     status = cann.set_env_status(env, str(tmp_path))
     assert status["status"] == "observed-pass" and status["sourced"] and status["missing"] == []
     # Every entry the recorded set_env.sh adds is checked, and all exist in the built tree.
-    assert len(status["checks"]) == 19
+    assert len(status["checks"]) == 20
     assert all(check["present"] and check["exists"] for check in status["checks"])
+    hal = tmp_path / "usr/local/Ascend/driver/lib64/driver"
+    assert status["driver_libraries"]["reachable_in"] == [str(hal)]
     tiling = [c for c in status["checks"] if "op_tiling" in c["expected"]]
     assert tiling[0]["expected"].endswith(os.path.join("linux", platform.machine()))
 
@@ -172,3 +243,64 @@ def test_optional_entry_missing_does_not_fail(tmp_path):
     assert status["status"] == "observed-pass"
     aml = [c for c in status["checks"] if c["expected"].endswith(os.path.join("aml", "lib64"))]
     assert aml[0]["present"] and not aml[0]["exists"] and not aml[0]["required"]
+
+
+def set_ld_path(env, *dirs):
+    return dict(env, LD_LIBRARY_PATH=os.pathsep.join(str(d) for d in dirs))
+
+
+def test_driver_subdirectories_on_the_path_hold_the_driver_libraries(tmp_path):
+    # Containers mount the driver's lib64/common and lib64/driver and name those, not lib64 itself.
+    env = container_driver_env(tmp_path, make_fake_ascend_tree(tmp_path, "8.0.0"))
+    driver = tmp_path / "usr/local/Ascend/driver/lib64"
+    assert str(driver) not in env["LD_LIBRARY_PATH"].split(os.pathsep)
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == Evidence.PASS and status["sourced"], status["missing"]
+    assert status["driver_libraries"]["reachable_in"] == [str(driver / "driver")]
+    assert "libascend_hal.so reachable in %s" % (driver / "driver") in status["detail"]
+
+
+def test_driver_library_directory_missing_from_the_path_names_where_it_is(tmp_path):
+    env = container_driver_env(tmp_path, make_fake_ascend_tree(tmp_path, "8.0.0"))
+    driver = tmp_path / "usr/local/Ascend/driver/lib64"
+    env["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"].replace(str(driver / "driver") + os.pathsep, "")
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == Evidence.FAIL and not status["sourced"]
+    assert status["missing"] == ["LD_LIBRARY_PATH: libascend_hal.so is in %s, which no LD_LIBRARY_PATH entry names"
+                                 % (driver / "driver")]
+
+
+def test_lib64_itself_on_the_path_is_not_where_the_library_is(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    driver = tmp_path / "usr/local/Ascend/driver/lib64"
+    kept = [p for p in env["LD_LIBRARY_PATH"].split(os.pathsep) if not p.startswith(str(driver) + os.sep)]
+    status = cann.set_env_status(set_ld_path(env, *kept), str(tmp_path))
+    assert status["status"] == Evidence.FAIL
+    assert "libascend_hal.so is in %s" % (driver / "driver") in status["missing"][0]
+
+
+def test_no_driver_installed_is_not_blamed_on_set_env(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    shutil.rmtree(tmp_path / "usr/local/Ascend/driver/lib64/driver")
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["sourced"] and status["status"] == Evidence.PASS
+    assert status["driver_libraries"]["reachable"] is False and status["driver_libraries"]["installed_in"] == []
+    assert "libascend_hal.so not found" in status["detail"]
+
+
+E2_LINE = "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file"
+
+
+def test_library_a_probe_error_names_is_looked_up(tmp_path):
+    assert E2_LINE in fixture_text("errors_verbatim_collection.md")
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    home = env["ASCEND_HOME_PATH"]
+    (tmp_path / home.lstrip("/") if not home.startswith(str(tmp_path)) else Path(home)).joinpath(
+        "lib64", "libge_runner.so").write_bytes(b"")
+    found = cann.libraries_in_error(E2_LINE, env, str(tmp_path))
+    assert [lib["name"] for lib in found["libraries"]] == ["libge_runner.so"]
+    assert found["unreachable"] == [] and "reachable" in found["detail"]
+    without = set_ld_path(env, *[p for p in env["LD_LIBRARY_PATH"].split(os.pathsep) if p != home + "/lib64"])
+    missing = cann.libraries_in_error(E2_LINE, without, str(tmp_path))
+    assert missing["unreachable"] == ["libge_runner.so"]
+    assert "libge_runner.so is in %s/lib64, which no LD_LIBRARY_PATH entry names" % home in missing["detail"]

@@ -18,8 +18,20 @@ def test_every_shared_fixture_is_copied():
         assert copy.read_bytes() == source.read_bytes(), "%s differs from %s" % (copy, source)
 
 
+DERIVED = {
+    "derived_npu-smi-info_26x_container-pid_from_910B3.txt",
+    "derived_npu-smi-info_A3_phy-id_from_910B3.txt",
+    "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt",
+    "derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt",
+    "derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt",
+    "derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt",
+    "derived_version.info_driver25.0-firmware7.5_two-way.txt",
+    "derived_container-driver-mounts_lib64-common-and-driver.txt",
+}
+
+
 def test_derived_inputs_say_so():
     derived = sorted(FIXTURE_DIR.glob("derived_*"))
-    assert len(derived) == 2
+    assert {path.name for path in derived} == DERIVED
     for path in derived:
         assert path.read_text().startswith("# DERIVED test input, not a capture."), path

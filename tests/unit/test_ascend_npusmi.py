@@ -12,6 +12,7 @@ from workbench.ascend.npusmi import (
 DEVICE_KEYS = {"npu", "chip", "name", "health", "power_w", "temp_c", "aicore_pct", "memory_mb", "hbm_mb"}
 A3 = "derived_npu-smi-info_A3_phy-id_from_910B3.txt"
 WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
+DUO = "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"
 
 
 def parse(name: str):
@@ -33,7 +34,7 @@ def test_910b3_eight_devices_with_hbm_and_processes():
                                                                                      [60058.0, 65536.0])
     assert [d["aicore_pct"] for d in info.devices] == [0, 93, 94, 89, 83, 0, 9, 89]
     assert [p["pid"] for p in info.processes] == list(range(683932, 683940))
-    assert info.processes[3] == {"npu": 3, "pid": 683935, "name": "python", "memory_mb": 55754.0}
+    assert info.processes[3] == {"npu": 3, "chip": 0, "pid": 683935, "name": "python", "memory_mb": 55754.0}
     assert all("container_pid" not in p for p in info.processes)
     assert info.unparsed == [] and info.idle_npus == []
 
@@ -92,7 +93,24 @@ def test_a3_layout_two_chips_per_npu_and_dash_power():
     assert [(d["npu"], d["chip"]) for d in info.devices] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert [d["power_w"] for d in info.devices] == [133.9, None, 194.0, None]
     assert info.devices[1]["aicore_pct"] == 93.0
-    assert [p["npu"] for p in info.processes] == [0, 0, 1, 1]
+    assert [(p["npu"], p["chip"]) for p in info.processes] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_310p_duo_two_dies_and_npu_chip_process_column():
+    info = parse(DUO)
+    assert info.layout == "device-nohbm+container-pid"
+    assert [(d["npu"], d["chip"], d["aicore_pct"]) for d in info.devices] == [(0, 0, 0.0), (0, 1, 37.0)]
+    assert [(p["npu"], p["chip"], p["pid"], p["container_pid"]) for p in info.processes] == [
+        (0, 0, 41235, None), (0, 1, 41236, None)]
+
+
+def test_match_on_npu_and_chip():
+    info = parse(DUO)
+    assert match_process(info, 41235, npu=0, chip=1)["matched"] is False
+    found = match_process(info, 41236, npu=0, chip=1)
+    assert found["matched"] and found["row"]["chip"] == 1
+    assert [c["pid"] for c in found["candidates"]] == [41236]
+    assert match_process(info, 41235, npu=0)["matched"]  # no chip asked: the NPU alone decides
 
 
 def test_wide_26x_layout_with_container_pid_column():
@@ -101,8 +119,8 @@ def test_wide_26x_layout_with_container_pid_column():
     assert info.layout == "chip-hbm+container-pid"
     assert [d["hbm_mb"] for d in info.devices] == [[60478.0, 65536.0], [60060.0, 65536.0]]
     assert info.processes == [
-        {"npu": 0, "pid": 683932, "name": "python", "memory_mb": 56154.0, "container_pid": None},
-        {"npu": 0, "pid": 683936, "name": "python", "memory_mb": 55755.0, "container_pid": 412},
+        {"npu": 0, "chip": 0, "pid": 683932, "name": "python", "memory_mb": 56154.0, "container_pid": None},
+        {"npu": 0, "chip": 0, "pid": 683936, "name": "python", "memory_mb": 55755.0, "container_pid": 412},
     ]
     assert info.idle_npus == [1]
 
@@ -129,13 +147,13 @@ def test_rows_of_unknown_shape_give_unknown_layout():
 
 
 def test_board_and_usages():
-    board = parse_board(fixture_text("npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt"))
+    board = parse_board(fixture_text("npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt")).card
     assert board["Software Version"] == "25.5.1"
     assert board["Firmware Version"] == "7.8.0.6.201"
     assert board["PCIe Bus Info"] == "0000:C1:00.0"
     assert board["PCI Device ID"] == "0xD802"
     assert "# npu-smi info -t board -i 0" not in board
-    usages = parse_usages(fixture_text("npu-smi-info-t-usages_910B-HBM64G_25.5.1_telegraf-fixture.txt"))
+    usages = parse_usages(fixture_text("npu-smi-info-t-usages_910B-HBM64G_25.5.1_telegraf-fixture.txt")).chips[0]
     assert usages["HBM Capacity(MB)"] == 65536.0
     assert usages["HBM Usage Rate(%)"] == 5.0
     assert usages["Ctrlcpu Usage Rate(%)"] == 6.0
@@ -183,7 +201,7 @@ def test_match_pid_on_wrong_npu_is_no_match():
     info = parse("npu-smi-info_910B3_x8_with_processes.txt")
     found = match_process(info, 683935, npu=2)
     assert found == {"matched": False, "rule": None, "row": None,
-                     "candidates": [{"npu": 2, "pid": 683934, "name": "python", "memory_mb": 55754.0}]}
+                     "candidates": [{"npu": 2, "chip": 0, "pid": 683934, "name": "python", "memory_mb": 55754.0}]}
 
 
 def test_match_container_pid_when_host_pid_differs():

@@ -45,8 +45,8 @@ def test_info_and_board_round_trip(fake_bin, tmp_path):
     assert [d["npu"] for d in parse_info(out).devices] == list(range(8))
     assert 0 < elapsed_s < 10
     rc, out, _, _ = run_npu_smi(["info", "-t", "board", "-i", "0"], timeout_s=10, lock_path=str(tmp_path / "smi.lock"))
-    assert rc == 0 and parse_board(out)["Firmware Version"] == "7.8.0.6.201"
-    rc, _, err, _ = run_npu_smi(["info", "-t", "memory"], timeout_s=10, lock_path=str(tmp_path / "smi.lock"))
+    assert rc == 0 and parse_board(out).card["Firmware Version"] == "7.8.0.6.201"
+    rc, _, err, _ = run_npu_smi(["info", "-t", "memory", "-i", "0"], timeout_s=10, lock_path=str(tmp_path / "smi.lock"))
     assert rc == 2 and "unsupported arguments" in err
 
 

@@ -15,6 +15,12 @@ import platform
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from workbench.ascend.fwcompat import (  # noqa: F401  (re-exported: callers read them from cann)
+    compatibility_verdict, driver_in_firmware_range, firmware_in_driver_range, in_ranges,
+)
+from workbench.ascend.libpath import DRIVER_LIBRARY, driver_libraries, libraries_in_error, under_root  # noqa: F401
+from workbench.protocol import Evidence
+
 ASCEND_ROOT = "/usr/local/Ascend"
 USUAL_HOMES = (
     "/usr/local/Ascend/ascend-toolkit/latest",
@@ -29,16 +35,6 @@ SEARCH_PATH_VARIABLES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
 COMPONENT_INFOS = ("toolkit", "compiler", "runtime", "opp", "opp_kernel")
 _CFG_RE = re.compile(r"^(\w+?)_(running|upgrade|installed)_version=(.*)$")
 _CFG_PAIR_RE = re.compile(r"\[([^\]:]+):([^\]]+)\]")
-
-
-def under_root(path: str, root: str = "/") -> str:
-    """`path` as seen from `root` (paths already inside root are kept)."""
-    if root in ("", "/") or not os.path.isabs(path):
-        return path
-    root_abs = os.path.abspath(root)
-    if os.path.abspath(path) == root_abs or os.path.abspath(path).startswith(root_abs + os.sep):
-        return path
-    return os.path.join(root_abs, path.lstrip("/"))
 
 
 def parse_key_values(text: str) -> Dict[str, str]:
@@ -173,8 +169,10 @@ def _set_env_expectations(home: str, driver: str, arch: str) -> List[Tuple[str, 
     """(variable, expected path, required) as CANN 8.0.0's ascend-toolkit/set_env.sh sets them.
 
     Required entries are the ones MindSpore's own version check looks for (ccec compiler on
-    PATH, tbe on PYTHONPATH, driver libraries on LD_LIBRARY_PATH, ASCEND_OPP_PATH) plus
-    lib64, where libge_runner.so lives.
+    PATH, tbe on PYTHONPATH, ASCEND_OPP_PATH) plus lib64, where libge_runner.so lives. The
+    driver's three directories are listed as set_env.sh writes them but none is required on
+    its own: whether the driver libraries are reachable is decided from where they are
+    (see set_env_status).
     """
     j = os.path.join
     return [
@@ -183,7 +181,7 @@ def _set_env_expectations(home: str, driver: str, arch: str) -> List[Tuple[str, 
         ("ASCEND_OPP_PATH", j(home, "opp"), True),
         ("ASCEND_AICPU_PATH", home, False),
         ("TOOLCHAIN_HOME", j(home, "toolkit"), False),
-        ("LD_LIBRARY_PATH", j(driver, "lib64"), True),
+        ("LD_LIBRARY_PATH", j(driver, "lib64"), False),
         ("LD_LIBRARY_PATH", j(driver, "lib64", "common"), False),
         ("LD_LIBRARY_PATH", j(driver, "lib64", "driver"), False),
         ("LD_LIBRARY_PATH", j(home, "lib64"), True),
@@ -211,15 +209,16 @@ def set_env_status(env: Optional[Mapping[str, str]] = None, root: str = "/",
     """Was set_env.sh sourced? Each variable and search-path entry it sets: present, existing.
 
     Returns {status, sourced, home, detail, checks: [{variable, expected, present, exists,
-    required}], missing: [text]}; status is observed-pass only when every required entry is
-    present and its directory exists.
+    required}], missing: [text], driver_libraries}; status is observed-pass only when every
+    required entry is present and its directory exists. The driver entry is decided from where
+    libascend_hal.so is (`driver_libraries`: reachable_in, installed_in, detail).
     """
     env = os.environ if env is None else env
     arch = arch or platform.machine()
     home_var = next((v for v in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME") if env.get(v)), None)
     if home_var is None:
-        return {"status": "observed-fail", "sourced": False, "home": None, "checks": [],
-                "missing": ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"],
+        return {"status": Evidence.FAIL, "sourced": False, "home": None, "checks": [],
+                "driver_libraries": driver_libraries(env, root), "missing": ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"],
                 "detail": "set_env.sh not sourced: ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset"}
     home = _norm(under_root(env[home_var], root))
     driver = under_root(os.path.join(ASCEND_ROOT, "driver"), root)
@@ -238,34 +237,39 @@ def set_env_status(env: Optional[Mapping[str, str]] = None, root: str = "/",
         if required and not (present and exists):
             missing.append("%s: %s %s" % (variable, actual if present else expected,
                                           "does not exist" if present else "not set"))
-    status = "observed-pass" if not missing else "observed-fail"
-    detail = ("set_env.sh effects present for %s (from %s)" % (home, home_var) if not missing
-              else "set_env.sh effects missing: " + "; ".join(missing))
+    libs = _driver_library_check(env, root, driver, checks)
+    checks.append(libs["check"])
+    if libs["missing"]:
+        missing.append(libs["missing"])
+    status = Evidence.PASS if not missing else Evidence.FAIL
+    detail = ("set_env.sh effects present for %s (from %s); driver libraries: %s" % (home, home_var, libs["detail"])
+              if not missing else "set_env.sh effects missing: " + "; ".join(missing))
     return {"status": status, "sourced": not missing, "home": home, "checks": checks,
-            "missing": missing, "detail": detail}
+            "missing": missing, "detail": detail, "driver_libraries": libs["found"]}
 
 
-def _version_tuple(text: str, width: int = 3) -> Optional[Tuple[int, ...]]:
-    """Leading numeric components of a version (7.7.0.1.231 -> (7, 7, 0)); None if not numeric."""
-    parts = []
-    for piece in text.strip().split(".")[:width]:
-        if not piece.isdigit():
-            return None
-        parts.append(int(piece))
-    return tuple(parts) if parts else None
+def _driver_library_check(env: Mapping[str, str], root: str, driver: str,
+                          checks: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The required LD_LIBRARY_PATH check, decided from where libascend_hal.so is.
 
-
-def firmware_in_driver_range(driver_fields: Mapping[str, str], firmware_version: Optional[str]) -> Optional[bool]:
-    """Is the firmware inside the driver's `compatible_version_fw` ranges? None when unknown."""
-    ranges = re.findall(r"\[([^,\]]+),([^\]]+)\]", driver_fields.get("compatible_version_fw", ""))
-    fw = _version_tuple(firmware_version or "")
-    if not ranges or fw is None:
-        return None
-    for low, high in ranges:
-        lo, hi = _version_tuple(low), _version_tuple(high)
-        if lo is not None and hi is not None and lo <= fw <= hi:
-            return True
-    return False
+    Reachable: pass, wherever it is. Installed but unreachable: name the directory. Not
+    installed at all: a driver problem, not a set_env.sh one; the entry then counts as set
+    when any of the driver directories set_env.sh adds is on the path.
+    """
+    found = driver_libraries(env, root)
+    check = {"variable": "LD_LIBRARY_PATH", "expected": "a directory holding %s" % DRIVER_LIBRARY,
+             "actual": found["reachable_in"][0] if found["reachable"] else None, "present": found["reachable"],
+             "exists": bool(found["installed_in"]), "required": True, "rule": "driver-libraries"}
+    missing = None
+    if not found["reachable"] and found["installed_in"]:
+        missing = "LD_LIBRARY_PATH: " + found["detail"]
+    elif not found["reachable"]:
+        driver_dirs = [c for c in checks if c["variable"] == "LD_LIBRARY_PATH" and c["expected"].startswith(driver)]
+        check["present"] = any(c["present"] for c in driver_dirs)
+        if not check["present"]:
+            missing = "LD_LIBRARY_PATH: no driver library directory (%s) and %s" % (
+                ", ".join(c["expected"] for c in driver_dirs), found["detail"])
+    return {"check": check, "missing": missing, "found": found, "detail": found["detail"]}
 
 
 def _first_info(paths: Tuple[str, ...], root: str) -> Dict[str, Any]:
@@ -281,10 +285,16 @@ def _first_info(paths: Tuple[str, ...], root: str) -> Dict[str, Any]:
             "version_dir": None, "fields": {}, "looked_at": looked_at}
 
 
-def driver_status(root: str = "/") -> Dict[str, Any]:
-    """Driver and firmware version.info (incl. /var/davinci/driver on 310B boards) and their fit."""
+def driver_status(root: str = "/", driver_version: Optional[str] = None,
+                  firmware_version: Optional[str] = None) -> Dict[str, Any]:
+    """Driver and firmware version.info (incl. /var/davinci/driver on 310B boards) and their fit, both ways.
+
+    `driver_version` / `firmware_version` stand in for a missing file (npu-smi's title line
+    carries the driver version, `npu-smi info -t board` the firmware's).
+    """
     driver = _first_info(DRIVER_INFOS, root)
     firmware = _first_info(FIRMWARE_INFOS, root)
-    fits = firmware_in_driver_range(driver["fields"], firmware["version"])
     missing = [entry["path"] for part in (driver, firmware) if not part["found"] for entry in part["looked_at"]]
-    return {"driver": driver, "firmware": firmware, "firmware_in_driver_range": fits, "missing": missing}
+    verdict = compatibility_verdict(driver, firmware, driver_version, firmware_version)
+    return {"driver": driver, "firmware": firmware, "firmware_in_driver_range": verdict["sides"][0]["fits"],
+            "driver_in_firmware_range": verdict["sides"][1]["fits"], "compatibility": verdict, "missing": missing}

@@ -19,11 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from workbench.ascend import errors
+from workbench.ascend.smiblocks import ChipRecords, parse_chip_records
+from workbench.protocol import Evidence
 
 DEFAULT_LOCK_PATH = os.path.join(tempfile.gettempdir(), "ms-workbench-npu-smi.lock")
 TIMEOUT_RC = 124  # same convention as coreutils `timeout`
 NOT_FOUND_RC = 127  # same convention as the shell
 _KILL_GRACE_S = 2.0
+# What a container needs to see an NPU: the device nodes and the host driver (npu-smi comes with it).
+CONTAINER_HINT = ("in a container, map the device and the driver: docker run --device=/dev/davinci0 "
+                  "--device=/dev/davinci_manager --device=/dev/devmm_svm --device=/dev/hisi_hdc "
+                  "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver "
+                  "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi … (one --device=/dev/davinciN per NPU)")
 
 _TITLE_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)")
 _PAIR_RE = re.compile(r"(\d+(?:\.\d+)?|NA|-)\s*/\s*(\d+(?:\.\d+)?|NA|-)")
@@ -102,9 +109,14 @@ def _device(row1: List[str], row2: Optional[List[str]], hbm: bool) -> Dict[str, 
 
 
 def _process(cells: List[str], container_column: bool) -> Dict[str, Any]:
-    """Build one process dict from a process-table row."""
-    row: Dict[str, Any] = {"npu": int(cells[0].split()[0]), "pid": int(cells[1]),
-                           "name": cells[2], "memory_mb": float(cells[3])}
+    """Build one process dict from a process-table row.
+
+    The first column is "NPU  Chip": on cards with two dies under one NPU id (A3, 310P Duo)
+    the chip tells the dies apart, so it is kept (None when a table prints the NPU only).
+    """
+    ids = cells[0].split()
+    row: Dict[str, Any] = {"npu": int(ids[0]), "chip": int(ids[1]) if len(ids) > 1 else None,
+                           "pid": int(cells[1]), "name": cells[2], "memory_mb": float(cells[3])}
     if container_column:
         row["container_pid"] = int(cells[4]) if len(cells) > 4 and cells[4].isdigit() else None
     return row
@@ -168,30 +180,14 @@ def parse_info(text: str) -> NpuSmiInfo:
     return info
 
 
-def _key_values(text: str) -> Dict[str, str]:
-    """`Key : value` lines of `npu-smi info -t ...` output; '#' lines are skipped."""
-    found: Dict[str, str] = {}
-    for line in text.splitlines():
-        if line.lstrip().startswith("#") or ":" not in line:
-            continue
-        key, _, value = line.partition(":")
-        if key.strip():
-            found[key.strip()] = value.strip()
-    return found
+def parse_board(text: str, chip: Optional[int] = None) -> ChipRecords:
+    """Parse `npu-smi info -t board|health|... -i N [-c C]`: card fields, a record per chip, the MCU apart (text values)."""
+    return parse_chip_records(text, chip=chip, numbers=False)
 
 
-def parse_board(text: str) -> Dict[str, str]:
-    """Parse `npu-smi info -t board -i N` into {field: value} (values kept as printed)."""
-    return _key_values(text)
-
-
-def parse_usages(text: str) -> Dict[str, Any]:
-    """Parse `npu-smi info -t usages -i N`: numbers become floats, the rest stays text."""
-    values: Dict[str, Any] = {}
-    for key, value in _key_values(text).items():
-        number = _num(value)
-        values[key] = value if number is None else number
-    return values
+def parse_usages(text: str, chip: Optional[int] = None) -> ChipRecords:
+    """Parse `npu-smi info -t usages|common|memory|... -i N [-c C]` per chip: numbers become floats."""
+    return parse_chip_records(text, chip=chip, numbers=True)
 
 
 def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Optional[Dict[str, str]]:
@@ -213,6 +209,22 @@ def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Opt
         return {"code": "exit-%d" % returncode, "cause": "npu-smi exited with status %d" % returncode,
                 "hint": "read its stderr: %s" % ((stderr or stdout or "(empty)").strip()[:200])}
     return None
+
+
+def error_text(stdout: str, stderr: str, limit: int = 300) -> str:
+    """npu-smi's own words when it failed: its non-table lines, joined with ' | ' and shortened."""
+    lines = [line.strip() for line in ("%s\n%s" % (stdout or "", stderr or "")).splitlines()
+             if line.strip() and not line.lstrip().startswith(("+", "|"))]
+    text = " | ".join(lines)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def failure_verdict(failure: Dict[str, str], stdout: str, stderr: str) -> Dict[str, Any]:
+    """A failed npu-smi as a device-layer verdict: blocked, its error text, its hint and the container hint."""
+    words = error_text(stdout, stderr) or "(no output)"
+    return {"status": Evidence.BLOCKED, "failure": failure, "error_text": words,
+            "detail": "npu-smi info failed (%s): %s; %s" % (failure["code"], words, failure["cause"]),
+            "hint": "%s; %s" % (failure["hint"], CONTAINER_HINT)}
 
 
 def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0, lock_path: str = DEFAULT_LOCK_PATH,
@@ -281,9 +293,20 @@ def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float
         return TIMEOUT_RC, out or "", ((err or "") + "\n" + note).strip(), time.monotonic() - start
 
 
-def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None) -> Dict[str, Any]:
-    """Is `pid` among npu-smi's processes (on `npu` if given)? Host pid first, then container pid."""
-    candidates = [row for row in info.processes if npu is None or row["npu"] == npu]
+def on_device(row: Dict[str, Any], npu: Optional[int], chip: Optional[int]) -> bool:
+    """Is this process row on `npu` (and on `chip`, wherever the row carries a chip)?"""
+    if npu is not None and row["npu"] != npu:
+        return False
+    return chip is None or row.get("chip") is None or row["chip"] == chip
+
+
+def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None,
+                  chip: Optional[int] = None) -> Dict[str, Any]:
+    """Is `pid` among npu-smi's processes on `npu` and `chip` (each if given)? Host pid first, then container pid.
+
+    Rows that carry no chip number match on the NPU alone.
+    """
+    candidates = [row for row in info.processes if on_device(row, npu, chip)]
     for rule, key in (("host-pid", "pid"), ("container-pid", "container_pid")):
         rows = [row for row in candidates if row.get(key) == pid]
         if rows:

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from workbench.protocol import Evidence
+
 PAIRING_PATH = Path(__file__).with_name("pairing.json")
 SOURCES = ("official", "secondary")
 _SUFFIX_RE = re.compile(r"\.(?:alpha|beta)\d*$", re.IGNORECASE)
@@ -63,44 +65,74 @@ def rows_for(ms_version: str) -> List[Dict[str, Any]]:
             or (row["mindspore"].count(".") == 1 and row["mindspore"] == branch)]
 
 
-def _expected(found: List[Dict[str, Any]]) -> List[str]:
-    """Distinct expected CANN versions, official rows first."""
-    ordered = sorted(found, key=lambda row: SOURCES.index(row["source"]))
+def _versions(found: List[Dict[str, Any]]) -> List[str]:
+    """Distinct CANN versions of these rows, in table order."""
     result: List[str] = []
-    for row in ordered:
+    for row in found:
         if row["cann"] not in result:
             result.append(row["cann"])
     return result
 
 
-def pairing_verdict(ms_version: Optional[str], cann_version: Optional[str]) -> Dict[str, Any]:
-    """{status, detail, expected_cann, source} for a MindSpore and a CANN version.
+def _refs(found: List[Dict[str, Any]]) -> str:
+    """The rows' references, each once."""
+    refs: List[str] = []
+    for row in found:
+        if row["ref"] not in refs:
+            refs.append(row["ref"])
+    return "; ".join(refs)
 
-    not-run when either version is unknown or no row covers this MindSpore; a CANN matching
-    only a secondary row passes with source "secondary" and says what the official row expects.
+
+def _secondary_text(found: List[Dict[str, Any]]) -> str:
+    """'8.2.RC1 (secondary: <ref>)' for each version the rows name, so no version is attributed to the guide."""
+    return ", ".join("%s (secondary: %s)" % (version, _refs([r for r in found if r["cann"] == version]))
+                     for version in _versions(found))
+
+
+def pairing_verdict(ms_version: Optional[str], cann_version: Optional[str]) -> Dict[str, Any]:
+    """{status, detail, expected_cann, official_cann, secondary_cann, source, inferred} for a MindSpore and a CANN.
+
+    The official rows (MindSpore's install guide) decide whenever they cover this MindSpore:
+    a CANN that only a secondary row names, contradicted by the guide, is observed-fail with
+    `inferred` true and both sources in the detail. Secondary rows decide only where the guide
+    has no row, and the detail says so. not-run when either version is unknown or no row covers it.
     """
+    out: Dict[str, Any] = {"expected_cann": [], "official_cann": [], "secondary_cann": [], "source": None,
+                           "inferred": False}
     if not ms_version:
-        return {"status": "not-run", "detail": "MindSpore version unknown", "expected_cann": [], "source": None}
+        return dict(out, status=Evidence.NOT_RUN, detail="MindSpore version unknown")
     found = rows_for(ms_version)
-    expected = _expected(found)
+    official = [row for row in found if row["source"] == "official"]
+    secondary = [row for row in found if row["source"] == "secondary"]
+    out.update(expected_cann=_versions(official) or _versions(secondary), official_cann=_versions(official),
+               secondary_cann=_versions(secondary), source="official" if official else "secondary" if found else None)
     if not found:
-        return {"status": "not-run", "expected_cann": [], "source": None,
-                "detail": "no pairing row for MindSpore %s in %s" % (ms_version, PAIRING_PATH.name)}
+        return dict(out, status=Evidence.NOT_RUN,
+                    detail="no pairing row for MindSpore %s in %s" % (ms_version, PAIRING_PATH.name))
+    guide = "MindSpore install guide: %s" % _refs(official)
+    expects = "MindSpore %s expects CANN %s (%s)" % (
+        ms_version, " or ".join(out["expected_cann"]), guide if official else "secondary: %s" % _refs(secondary))
     if not cann_version:
-        return {"status": "not-run", "expected_cann": expected, "source": found[0]["source"],
-                "detail": "CANN version unknown; MindSpore %s expects CANN %s" % (ms_version, " or ".join(expected))}
+        return dict(out, status=Evidence.NOT_RUN, detail="CANN version unknown; " + expects)
     cann = normalize_cann(cann_version)
-    matches = [row for row in found if normalize_cann(row["cann"]) == cann]
-    official = [row["cann"] for row in found if row["source"] == "official"]
-    if any(row["source"] == "official" for row in matches):
-        return {"status": "observed-pass", "expected_cann": expected, "source": "official",
-                "detail": "MindSpore %s pairs with CANN %s (MindSpore install guide)" % (ms_version, cann_version)}
-    if matches:
-        detail = "MindSpore %s with CANN %s: %s" % (ms_version, cann_version, matches[0]["ref"])
-        if official:
-            detail += "; MindSpore's own guide says CANN %s" % " or ".join(sorted(set(official)))
-        return {"status": "observed-pass", "expected_cann": expected, "source": "secondary", "detail": detail}
-    source = "official" if official else "secondary"
-    return {"status": "observed-fail", "expected_cann": expected, "source": source,
-            "detail": "MindSpore %s expects CANN %s (%s), found %s"
-                      % (ms_version, " or ".join(expected), source, cann_version)}
+    if any(normalize_cann(row["cann"]) == cann for row in official):
+        detail = "MindSpore %s pairs with CANN %s (%s)" % (ms_version, cann_version, guide)
+        others = [row for row in secondary if normalize_cann(row["cann"]) != cann]
+        if others:
+            detail += "; secondary sources that say otherwise: " + _secondary_text(others)
+        return dict(out, status=Evidence.PASS, source="official", detail=detail)
+    supporting = [row for row in secondary if normalize_cann(row["cann"]) == cann]
+    if supporting and official:
+        return dict(out, status=Evidence.FAIL, source="official", inferred=True, detail=(
+            "MindSpore %s with CANN %s: inferred from a secondary source (%s) contradicted by MindSpore's install "
+            "guide, which says CANN %s (%s)" % (ms_version, cann_version, _refs(supporting),
+                                                " or ".join(out["official_cann"]), _refs(official))))
+    if supporting:
+        return dict(out, status=Evidence.PASS, source="secondary", detail=(
+            "MindSpore %s with CANN %s: from a secondary source (%s); MindSpore's install guide has no row for "
+            "this version" % (ms_version, cann_version, _refs(supporting))))
+    detail = "%s, found %s" % (expects, cann_version)
+    named_elsewhere = [row for row in secondary if row["cann"] not in out["official_cann"]] if official else []
+    if named_elsewhere:
+        detail += "; secondary sources name " + _secondary_text(named_elsewhere)
+    return dict(out, status=Evidence.FAIL, detail=detail)

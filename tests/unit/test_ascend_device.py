@@ -1,0 +1,104 @@
+"""`device.target=auto` and an explicit Ascend on machines that show npu-smi but no usable device.
+
+The fake npu-smi prints what real npu-smi printed (the dcmi -8020 container transcript, the
+910B3 table); device nodes are plain files under a temporary root, which is all detection reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
+from workbench import device as devicemod
+from workbench.device import detect, resolve
+from workbench.protocol import Evidence
+
+B3 = "npu-smi-info_910B3_x8_with_processes.txt"
+DCMI_LINE = "dcmi model initialized failed, because the device is used. ret is -8020"
+DEVICE_FLAGS = "--device=/dev/davinci0 --device=/dev/davinci_manager --device=/dev/devmm_svm --device=/dev/hisi_hdc"
+
+
+def board(tmp_path: Path, capture=None, nodes=(), exit_code: int = 0):
+    """(env, root, lock) of a machine with these /dev nodes and, when `capture` is given, a fake npu-smi on PATH."""
+    root = tmp_path / "root"
+    (root / "dev").mkdir(parents=True)
+    for name in nodes:
+        (root / "dev" / name).write_text("")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if capture is not None:
+        install_fake_npu_smi(bin_dir, fixture_path(capture), exit_code=exit_code)
+    return {"PATH": str(bin_dir)}, str(root), str(tmp_path / "npu-smi.lock")
+
+
+def auto(env, root, lock):
+    return detect(env, root, lock_path=lock)
+
+
+@pytest.mark.parametrize("exit_code", [0, 255])
+def test_npu_smi_on_path_without_device_node_resolves_to_cpu(tmp_path, exit_code):
+    found = auto(*board(tmp_path, DOCKER_FIXTURE, exit_code=exit_code))
+    assert found["target"] == "CPU", found
+    assert "no /dev/davinci* device node" in found["why"]
+    assert DCMI_LINE in found["why"]  # npu-smi's own words, so the reason says what it said
+    assert found["ascend"]["devices"] == 0 and found["ascend"]["failure"]["code"] == "dcmi-8020"
+
+
+@pytest.mark.parametrize("exit_code", [0, 255])
+def test_device_node_with_failing_npu_smi_resolves_to_cpu(tmp_path, exit_code):
+    found = auto(*board(tmp_path, DOCKER_FIXTURE, nodes=("davinci0", "davinci_manager"), exit_code=exit_code))
+    assert found["target"] == "CPU", found
+    assert "found davinci0" in found["why"] and "npu-smi info failed (dcmi-8020)" in found["why"]
+    assert DCMI_LINE in found["why"]
+
+
+def test_device_node_without_npu_smi_resolves_to_cpu(tmp_path):
+    found = auto(*board(tmp_path, None, nodes=("davinci0",)))
+    assert found["target"] == "CPU", found
+    assert "found davinci0" in found["why"] and "no npu-smi" in found["why"]
+
+
+def test_device_node_and_an_npu_smi_that_lists_devices_is_ascend(tmp_path):
+    found = auto(*board(tmp_path, B3, nodes=["davinci%d" % i for i in range(8)] + ["davinci_manager"]))
+    assert found["target"] == "Ascend", found
+    assert "found davinci0" in found["why"] and "npu-smi lists 8 device(s)" in found["why"]
+    assert found["ascend"]["nodes"][:2] == ["davinci0", "davinci1"]  # davinci_manager is not a device
+
+
+def test_nothing_at_all_is_cpu_naming_both(tmp_path):
+    found = auto(*board(tmp_path))
+    assert found["target"] == "CPU"
+    assert "no /dev/davinci* device node" in found["why"] and "no npu-smi" in found["why"]
+
+
+def test_auto_records_its_reason_and_explicit_targets_are_kept(tmp_path):
+    env, root, lock = board(tmp_path, DOCKER_FIXTURE)
+    resolved = resolve("auto", 0, env, root=root, lock_path=lock)
+    assert resolved["resolved"] == "CPU" and resolved["why"].startswith("auto: ")
+    assert resolve("Ascend", 3, env, root=root, lock_path=lock) == {
+        "requested": "Ascend", "resolved": "Ascend", "id": 3, "why": "set in config"}
+
+
+def test_explicit_ascend_with_failing_npu_smi_is_blocked_with_its_text_and_the_container_hint(tmp_path):
+    env, root, lock = board(tmp_path, DOCKER_FIXTURE, exit_code=255)
+    device = resolve("Ascend", 0, env, root=root, lock_path=lock)
+    verdict = devicemod.setting_verdict(device, auto(env, root, lock))
+    assert verdict["status"] == Evidence.BLOCKED, verdict
+    assert DCMI_LINE in verdict["detail"]
+    assert DEVICE_FLAGS in verdict["hint"] and "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver" in verdict["hint"]
+
+
+def test_explicit_ascend_on_a_working_board_and_auto_pass(tmp_path):
+    env, root, lock = board(tmp_path, B3, nodes=("davinci0",))
+    found = auto(env, root, lock)
+    assert devicemod.setting_verdict(resolve("Ascend", 0, env, root=root, lock_path=lock), found)["status"] == Evidence.PASS
+    assert devicemod.setting_verdict(resolve("auto", 0, env, root=root, lock_path=lock), found)["status"] == Evidence.PASS
+
+
+def test_explicit_gpu_without_gpu_is_observed_fail(tmp_path):
+    env, root, lock = board(tmp_path)
+    found = auto(env, root, lock)
+    verdict = devicemod.setting_verdict(resolve("GPU", 0, env, root=root, lock_path=lock), found)
+    assert verdict["status"] == Evidence.FAIL and "no GPU" in verdict["detail"]
