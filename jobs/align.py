@@ -17,11 +17,11 @@ import numpy as np
 
 from jobs.align_compare import compare_sides, matched_settings, verdict
 from jobs.align_inputs import INIT_NAME, make_inputs, path_label, weights_source
-from jobs.align_side import EXIT_BLOCKED, SIDES, side_paths
+from jobs.align_side import EXIT_BLOCKED, SIDE_BLOCKED, SIDE_OK, SIDES, side_paths
 from workbench.atomic import read_json, write_bytes
 from workbench.compare import MATCH_RULE, NONFINITE_RULE, REL_RULE
-from workbench.device import resolve
 from workbench.jobkit import JobContext, JobFailed, run
+from workbench.protocol import Evidence
 
 STDERR_TAIL_LINES = 12
 SYNTHETIC_HINT = "synthetic data: the numbers say nothing about Fashion-MNIST"
@@ -75,14 +75,13 @@ def _side_summary(record: Dict[str, Any]) -> Dict[str, Any]:
     return {k: record.get(k) for k in keep if k in record}
 
 
-def resolved_paths(cfg: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """Both paths with `auto` resolved by detection before anything runs (the reason kept in `resolution`)."""
+def resolved_paths(cfg: Any) -> Dict[str, Dict[str, Any]]:
+    """Both paths as the runner decided them before the job started (`auto` resolved; the decision kept in `resolution`)."""
     out = {}
     for side, role in SIDES.items():
         path = dict(cfg["align"][role])
-        resolution = resolve(str(path["target"]), int(path["id"]))
-        path["target"] = resolution["resolved"]
-        path["resolution"] = resolution
+        path["resolution"] = {"requested": path["requested"], "resolved": path["target"], "id": path["id"],
+                              "why": path["why"]}
         out[side] = path
     return out
 
@@ -93,7 +92,7 @@ def _run_side(ctx: JobContext, side: str, path: Dict[str, Any]) -> Dict[str, Any
     resolution = path["resolution"]
     ctx.log("%s %s: starting its own process%s" % (SIDES[side], label, "" if resolution["requested"] != "auto"
                                                    else " (target %s)" % resolution["why"]))
-    proc = _run_process(ctx, "side-" + side, "--side", side, "--target", str(path["target"]))
+    proc = _run_process(ctx, "side-" + side, "--side", side)
     out = side_paths(ctx.dir, side)
     if not out["json"].is_file():
         record = {"side": side, "role": SIDES[side], "label": label, "status": "failed",
@@ -103,21 +102,21 @@ def _run_side(ctx: JobContext, side: str, path: Dict[str, Any]) -> Dict[str, Any
     else:
         record = read_json(out["json"])
         ctx.artifact(out["json"], "side-record", side=side)
-        if out["npz"].is_file() and record.get("status") == "ok":
+        if out["npz"].is_file() and record.get("status") == SIDE_OK:
             ctx.artifact(out["npz"], "side-tensors", side=side)
     record["returncode"] = proc.returncode
     title = "%s path %s" % (SIDES[side], label)
     status = record.get("status")
-    if status == "ok":
+    if status == SIDE_OK:
         eff = record.get("effective") or {}
-        ctx.check("side." + side, title, "observed-pass",
+        ctx.check("side." + side, title, Evidence.PASS,
                   "ran in pid %s on %s:%s, %s mode, %s (MindSpore %s)" % (
                       record.get("pid"), eff.get("target"), eff.get("device_id"), eff.get("mode"),
                       (record.get("precision") or {}).get("precision"), record.get("mindspore")),
                   evidence=_side_summary(record))
     else:
         err = record.get("error") or {}
-        level = "blocked" if status == "blocked" or proc.returncode == EXIT_BLOCKED else "observed-fail"
+        level = Evidence.BLOCKED if status == SIDE_BLOCKED or proc.returncode == EXIT_BLOCKED else Evidence.FAIL
         ctx.check("side." + side, title, level, "%s: %s" % (err.get("type"), err.get("message")),
                   evidence=_side_summary(record), hint=err.get("hint"))
     return record
@@ -148,7 +147,7 @@ def _paths_summary(records: Dict[str, Dict[str, Any]], paths: Dict[str, Dict[str
     for side in SIDES:
         rec = records.get(side) or {}
         out[side] = {"label": path_label(paths[side]), "requested": paths[side],
-                     "status": rec.get("status", "not-run"), "effective": rec.get("effective"),
+                     "status": rec.get("status", Evidence.NOT_RUN), "effective": rec.get("effective"),
                      "pid": rec.get("pid"), "error": rec.get("error")}
     return out
 
@@ -162,7 +161,7 @@ def _stop_without_comparing(ctx: JobContext, records: Dict[str, Dict[str, Any]],
                             paths: Dict[str, Dict[str, Any]], side: str, kind: str, message: str,
                             hint: Optional[str]) -> str:
     """End with nothing compared: verdict blocked (a precondition) or observed-fail (a side failed)."""
-    level = "blocked" if kind == "Blocked" else "observed-fail"
+    level = Evidence.BLOCKED if kind == "Blocked" else Evidence.FAIL
     ctx.check("alignment", "alignment verdict", level,
               "nothing compared: the %s path %s" % (SIDES[side], "is blocked" if kind == "Blocked" else "failed"),
               evidence={"side": side}, hint=hint)
@@ -182,7 +181,7 @@ def main(ctx: JobContext) -> str:
     ctx.progress(0, 4, "phases", "inputs")
     batch = make_inputs(cfg, ctx.dir)
     ctx.artifact(Path(batch["path"]), "fixed-batch", n=batch["n"])
-    ctx.check("fixed-batch", "fixed batch", "observed-pass",
+    ctx.check("fixed-batch", "fixed batch", Evidence.PASS,
               "%d validation images (%s, sample_seed %d), x %s %s in [%g, %g], %s" % (
                   batch["n"], batch["data"]["source"], batch["sample_seed"], batch["x_shape"], batch["x_dtype"],
                   batch["x_range"][0], batch["x_range"][1], "no augmentation"),
@@ -197,24 +196,24 @@ def main(ctx: JobContext) -> str:
     for n, side in enumerate(("ref", "cand"), 1):
         ctx.progress(n, 4, "phases", SIDES[side])
         records[side] = rec = _run_side(ctx, side, paths[side])
-        if rec["status"] != "ok":
+        if rec["status"] != SIDE_OK:
             err = rec.get("error") or {}
             if side == "ref":
-                ctx.check("side.cand", "candidate path %s" % path_label(paths["cand"]), "not-run",
+                ctx.check("side.cand", "candidate path %s" % path_label(paths["cand"]), Evidence.NOT_RUN,
                           "not started: the reference path did not run, so there is nothing to compare against")
-            kind = "Blocked" if rec["status"] == "blocked" else "SideFailed"
+            kind = "Blocked" if rec["status"] == SIDE_BLOCKED else "SideFailed"
             return _stop_without_comparing(ctx, records, base, paths, side, kind, "%s path %s: %s" % (
                 SIDES[side], rec.get("label"), err.get("message")), err.get("hint"))
         wrong = _effective_mismatch(rec)
         if not wrong:
             eff = rec.get("effective") or {}
-            ctx.check("effective." + side, "%s effective device" % SIDES[side], "observed-pass",
+            ctx.check("effective." + side, "%s effective device" % SIDES[side], Evidence.PASS,
                       "MindSpore in the %s process (pid %s) reports %s:%s, %s mode, as asked" % (
                           SIDES[side], rec.get("pid"), eff.get("target"), eff.get("device_id"), eff.get("mode")),
                       evidence={"requested": rec.get("requested"), "effective": eff},
                       hint=rec.get("ms_role_warning"))
         if wrong:
-            ctx.check("effective." + side, "%s effective device" % SIDES[side], "observed-fail", "; ".join(wrong),
+            ctx.check("effective." + side, "%s effective device" % SIDES[side], Evidence.FAIL, "; ".join(wrong),
                       evidence={"requested": rec.get("requested"), "effective": rec.get("effective")},
                       hint=rec.get("ms_role_warning") or "the side did not run where asked; nothing is compared")
             return _stop_without_comparing(ctx, records, base, paths, side, "EffectiveConfigMismatch",

@@ -6,7 +6,6 @@ back by each side, so a mismatch can be shown before any tensor is compared.
 
 from __future__ import annotations
 
-import copy
 import io
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -18,6 +17,7 @@ from jobs.models import read_job_config, resolve_job_ref
 from workbench.atomic import sha256_file, write_bytes
 from workbench.data import CLASS_NAMES
 from workbench.data.split import index_sha256
+from workbench.jobconfig import JobConfig
 from workbench.jobkit import JobFailed
 
 INPUTS_NAME = "inputs.npz"
@@ -42,9 +42,9 @@ def choose_batch(val_idx: np.ndarray, batch: int, sample_seed: int) -> np.ndarra
     return np.sort(rng.choice(val_idx, size=int(batch), replace=False)).astype(np.int64)
 
 
-def validation_pool(cfg: Dict[str, Any], job_dir: Path):
+def validation_pool(cfg: JobConfig, job_dir: Path):
     """The whole validation split the training jobs use (datafeed.load_run_data: data.from or data.split_seed)."""
-    pool_cfg = copy.deepcopy(cfg)
+    pool_cfg = cfg.plain()
     # Only the validation part is needed: one training image keeps the 54 000 from being scaled for nothing.
     pool_cfg["train"]["train_limit"], pool_cfg["train"]["val_limit"] = 1, 0
     try:
@@ -55,10 +55,10 @@ def validation_pool(cfg: Dict[str, Any], job_dir: Path):
         raise JobFailed(str(exc), hint="see data.dir / data.from / data.source", type_=type(exc).__name__)
 
 
-def make_inputs(cfg: Dict[str, Any], job_dir: Path) -> Dict[str, Any]:
+def make_inputs(cfg: JobConfig, job_dir: Path) -> Dict[str, Any]:
     """Draw the fixed batch from the validation split and write artifacts/inputs.npz; describe it (hash included)."""
     data = validation_pool(cfg, job_dir)
-    positions = choose_batch(np.arange(len(data.val_y)), int(cfg["align"]["batch"]), int(cfg["align"]["sample_seed"]))
+    positions = choose_batch(np.arange(len(data.val_y)), cfg.align.batch, cfg.align.sample_seed)
     x = np.ascontiguousarray(data.val_x[positions])
     y = data.val_y[positions].astype(np.int32)
     source = data.description["source"]
@@ -69,7 +69,7 @@ def make_inputs(cfg: Dict[str, Any], job_dir: Path) -> Dict[str, Any]:
     write_bytes(path, buffer.getvalue())
     split = {k: data.description.get(k) for k in ("seed", "val_fraction", "n_val_split", "val_idx_sha256", "how")}
     return {"path": str(path), "sha256": sha256_file(path), "n": int(positions.size),
-            "positions_sha256": index_sha256(positions), "sample_seed": int(cfg["align"]["sample_seed"]),
+            "positions_sha256": index_sha256(positions), "sample_seed": cfg.align.sample_seed,
             "positions_rule": "positions in the sorted validation split, drawn without replacement "
                               "by numpy default_rng(align.sample_seed), sorted",
             "preprocessing": PREPROCESSING, "x_shape": list(x.shape), "x_dtype": str(x.dtype),

@@ -28,12 +28,14 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from jobs.align_inputs import INIT_NAME, INPUTS_NAME, path_label, read_inputs
-from workbench.atomic import read_json, sha256_file, write_bytes, write_json
+from workbench.atomic import sha256_file, write_bytes, write_json
 from workbench.compare import dtype_name
+from workbench.jobconfig import load_job_config
 from workbench.jobkit import JobFailed
 
 SIDES = {"ref": "reference", "cand": "candidate"}
 EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = 0, 1, 2
+SIDE_OK, SIDE_FAILED, SIDE_BLOCKED = "ok", "failed", "blocked"  # a side record's status
 LOSS_REDUCTION = "mean"
 LAYERS_HOW = ("every cell of the SequentialCell in turn, inside one cell together with the whole network's "
               "call (one graph in GRAPH mode); named layer.<i>.<class of the cell as built>")
@@ -99,9 +101,9 @@ def _optimizer(cfg: Dict[str, Any], params, precision: str):
 
     train = cfg["train"]
     if train["optimizer"] == "adam":
-        return nn.Adam(params, learning_rate=float(train["lr"]), eps=adam_eps(precision)), \
+        return nn.Adam(params, learning_rate=train["lr"], eps=adam_eps(precision)), \
             "Adam(lr=%g, eps=%g)" % (train["lr"], adam_eps(precision))
-    return nn.SGD(params, learning_rate=float(train["lr"]), momentum=float(train["momentum"])), \
+    return nn.SGD(params, learning_rate=train["lr"], momentum=train["momentum"]), \
         "SGD(lr=%g, momentum=%g)" % (train["lr"], train["momentum"])
 
 
@@ -117,7 +119,7 @@ def compute(cfg: Dict[str, Any], job_dir: Path, path: Dict[str, Any],
 
     timing: Dict[str, float] = {}
     t0 = time.perf_counter()
-    how = set_device(str(path["target"]), int(path["id"]), str(path["mode"]))  # before any tensor op
+    how = set_device(path["target"], path["id"], path["mode"])  # before any tensor op
     timing["set_device_s"] = time.perf_counter() - t0
     import mindspore as ms
     from mindspore import Tensor, nn
@@ -129,12 +131,12 @@ def compute(cfg: Dict[str, Any], job_dir: Path, path: Dict[str, Any],
     record["device_api"] = how
     record["effective"] = effective_device()
     record["ms_role_warning"] = ms_role_warning()
-    seed = int(cfg["train"]["seed"])
+    seed = cfg["train"]["seed"]
     ms.set_seed(seed)  # nothing here draws random numbers; set and read back so both sides state it
     art = Path(job_dir) / "artifacts"
     inputs = read_inputs(art / INPUTS_NAME)
     precision = str(path["precision"])
-    net = build_net(cfg["model"]["name"], int(cfg["model"]["hidden"]))
+    net = build_net(cfg["model"]["name"], cfg["model"]["hidden"])
     layer_names = ["layer.%d.%s" % (i, type(cell).__name__) for i, cell in enumerate(net.cell_list)]
     loaded = load_weights(net, art / INIT_NAME, "initial weights")
     run_net, prec_info = apply_precision(net, precision)
@@ -187,7 +189,7 @@ def compute(cfg: Dict[str, Any], job_dir: Path, path: Dict[str, Any],
         tensors["loss"] = loss.asnumpy()
     timing["loss_grads_s"] = time.perf_counter() - t0
 
-    steps = int(cfg["align"]["steps"])
+    steps = cfg["align"]["steps"]
     if steps:
         optimizer, opt_text = _optimizer(cfg, params, precision)
         train_step = nn.TrainOneStepCell(net_with_loss, optimizer)
@@ -213,7 +215,7 @@ def compute(cfg: Dict[str, Any], job_dir: Path, path: Dict[str, Any],
         "seed": int(ms.get_seed()),
         "inputs_sha256": sha256_file(art / INPUTS_NAME),
         "init_sha256": sha256_file(art / INIT_NAME),
-        "model": {"name": cfg["model"]["name"], "hidden": int(cfg["model"]["hidden"])},
+        "model": {"name": cfg["model"]["name"], "hidden": cfg["model"]["hidden"]},
         "optimizer": (record.get("steps") or {}).get("optimizer"),
     }
     record["loaded"] = loaded
@@ -236,15 +238,14 @@ def write_tensors(npz_path: Path, tensors: "OrderedDict[str, np.ndarray]",
             for k, v in tensors.items()]
 
 
-def run_side(job_dir: Path, side: str, target: Optional[str] = None) -> int:
+def run_side(job_dir: Path, side: str) -> int:
     """Compute one side and write its record; the exit code says ok (0), failed (1) or blocked (2).
 
-    `target` is the job's resolution of the configured target (`auto` is resolved there, by detection).
+    The path's target was decided by the runner before the job started (config.json holds it,
+    with what was requested and why).
     """
-    cfg = read_json(Path(job_dir) / "config.json")
+    cfg = load_job_config(Path(job_dir))
     path = dict(cfg["align"][SIDES[side]])
-    if target:
-        path["configured_target"], path["target"] = path["target"], target
     out = side_paths(job_dir, side)
     record: Dict[str, Any] = {"side": side, "role": SIDES[side], "label": path_label(path), "requested": dict(path),
                               "pid": os.getpid(), "python": sys.executable, "status": "running", "error": None}
@@ -254,16 +255,16 @@ def run_side(job_dir: Path, side: str, target: Optional[str] = None) -> int:
         record["tensors"] = write_tensors(out["npz"], tensors, record.get("computed_dtype"))
         record["npz"] = out["npz"].name
         record["npz_sha256"] = sha256_file(out["npz"])
-        record["status"] = "ok"
+        record["status"] = SIDE_OK
     except JobFailed as exc:
         # A device that cannot be set is a missing precondition (blocked); anything later is a failure.
         blocked = exc.type_ == "DeviceError" and "effective" not in record
-        record["status"] = "blocked" if blocked else "failed"
+        record["status"] = SIDE_BLOCKED if blocked else SIDE_FAILED
         record["error"] = {"type": exc.type_, "message": str(exc), "hint": exc.hint}
         code = EXIT_BLOCKED if blocked else EXIT_FAILED
     except Exception as exc:  # the record must say what broke, whatever it was
         traceback.print_exc()
-        record["status"] = "failed"
+        record["status"] = SIDE_FAILED
         record["error"] = {"type": type(exc).__name__, "message": str(exc), "hint": None}
         code = EXIT_FAILED
     write_json(out["json"], record)
@@ -274,20 +275,20 @@ def make_init(job_dir: Path) -> int:
     """Build the network once with train.seed on CPU and save artifacts/init.ckpt (+ init.json)."""
     from jobs.msdevice import set_device
 
-    cfg = read_json(Path(job_dir) / "config.json")
+    cfg = load_job_config(Path(job_dir))
     art = Path(job_dir) / "artifacts"
     set_device("CPU", 0, "pynative")  # initial values are host data: the device plays no part in them
     import mindspore as ms
 
     from jobs.models import build_net
 
-    seed = int(cfg["train"]["seed"])
+    seed = cfg["train"]["seed"]
     ms.set_seed(seed)
-    net = build_net(cfg["model"]["name"], int(cfg["model"]["hidden"]))
+    net = build_net(cfg["model"]["name"], cfg["model"]["hidden"])
     ms.save_checkpoint(net, str(art / INIT_NAME))  # MindSpore writes via a temp file and a rename
     write_json(art / "init.json", {
         "seed": seed, "how": "build_net(%r, %d) after mindspore.set_seed(%d), on CPU" % (
-            cfg["model"]["name"], int(cfg["model"]["hidden"]), seed),
+            cfg["model"]["name"], cfg["model"]["hidden"], seed),
         "parameters": [{"name": p.name, "shape": list(p.shape)} for p in net.trainable_params()],
         "pid": os.getpid(), "mindspore": ms.__version__})
     return EXIT_OK
@@ -300,12 +301,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--side", choices=sorted(SIDES))
     group.add_argument("--make-init", action="store_true")
-    parser.add_argument("--target", help="the resolved device target (the job resolves auto)")
     args = parser.parse_args(argv)
     job_dir = Path(args.job_dir).resolve()
     if args.make_init:
         return make_init(job_dir)
-    return run_side(job_dir, args.side, args.target)
+    return run_side(job_dir, args.side)
 
 
 if __name__ == "__main__":

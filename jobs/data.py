@@ -24,9 +24,10 @@ from workbench.data.split import (JSON_NAME, NPZ_NAME, describe_split, index_sha
                                   stratified_split)
 from workbench.data.synthetic import synthetic_fashion
 from workbench.jobkit import JobContext, JobFailed, run
+from workbench.protocol import Evidence
 
-# Synthetic data does not depend on the split seed, so re-splitting keeps the same images.
-SYNTHETIC_SEED = 0
+from jobs.datafeed import SYNTHETIC_SEED
+
 PREVIEW_NAME = "preview.npz"
 SCALE_CHUNK = 10000  # images scaled at a time: the contract is checked without a 220 MB float copy
 # A fixed zip timestamp makes preview.npz byte-identical for the same data and seed.
@@ -49,7 +50,7 @@ def fetch_hint(searched: List[str]) -> str:
 def fail(ctx: JobContext, check_id: str, title: str, exc: DataError, hint: str,
          evidence: Optional[Dict[str, Any]] = None) -> JobFailed:
     """Record an observed-fail check for a data error and return the JobFailed to raise."""
-    check(ctx, check_id, title, "observed-fail", detail=str(exc),
+    check(ctx, check_id, title, Evidence.FAIL, detail=str(exc),
           evidence=dict(evidence or {}, file=exc.path, problem=exc.problem, expected=exc.expected), hint=hint)
     return JobFailed(str(exc), hint=hint, type_="DataError")
 
@@ -84,7 +85,7 @@ def find_official(ctx: JobContext, data_dir: Optional[str]) -> Tuple[Path, str]:
     detail = "4 files in %s (place %d of %d searched)" % (directory, len(tried), len(searched))
     evidence.update({"dir": str(directory), "tried": [str(p) for p in tried],
                      "files": [{"name": p.name, "path": str(p), "bytes": p.stat().st_size} for p in files if p]})
-    check(ctx, "data.files", title, "observed-pass", detail=detail, evidence=evidence)
+    check(ctx, "data.files", title, Evidence.PASS, detail=detail, evidence=evidence)
     return directory, hint
 
 
@@ -107,7 +108,7 @@ def load_official(ctx: JobContext, data_dir: Optional[str]) -> FashionMnist:
         record = dict(record, official_sha256=spec.content_sha256, verified=True,
                       shape=list(array.shape), dtype=str(array.dtype))
         shape_text = "×".join(str(d) for d in array.shape)
-        check(ctx, "data.file." + spec.key, title, "observed-pass",
+        check(ctx, "data.file." + spec.key, title, Evidence.PASS,
               detail="%s %s; SHA-256 of content %s… = official" % (shape_text, array.dtype, record["sha256"][:16]),
               evidence=record)
         ctx.progress(n, len(OFFICIAL_FILES), "files", "verify")
@@ -123,7 +124,7 @@ def load_synthetic(ctx: JobContext, d: Dict[str, Any]) -> FashionMnist:
     ctx.log("SYNTHETIC data (data.source=synthetic): %d train / %d test generated images from seed %d; "
             "not Fashion-MNIST, for demos and tests only" % (d["synthetic_train"], d["synthetic_test"], SYNTHETIC_SEED),
             level="warning")
-    check(ctx, "data.files", "Official files found", "not-run",
+    check(ctx, "data.files", "Official files found", Evidence.NOT_RUN,
           detail="data asked for by name (data.source=synthetic): no files read, nothing hashed",
           evidence={"source": "synthetic", "synthetic_seed": SYNTHETIC_SEED})
     return ds
@@ -139,7 +140,7 @@ def check_shapes(ctx: JobContext, ds: FashionMnist, n_train: int, n_test: int) -
               "test_images": str(ds.test_images.dtype), "test_labels": str(ds.test_labels.dtype)}
     wrong = [k for k in shapes if shapes[k] != expected[k]]
     wrong += [k for k in dtypes if dtypes[k] != ("uint8" if k.endswith("images") else "int32")]
-    status = "observed-fail" if wrong else "observed-pass"
+    status = Evidence.FAIL if wrong else Evidence.PASS
     detail = "train %s, test %s images uint8; labels int32" % (
         "×".join(map(str, shapes["train_images"])), "×".join(map(str, shapes["test_images"])))
     if wrong:
@@ -174,7 +175,7 @@ def check_scaling(ctx: JobContext, ds: FashionMnist, split_sizes: Dict[str, int]
     shapes = {name: [n, 1] + list(IMAGE_HW) for name, n in split_sizes.items()}
     evidence = {"dtype": "float32" if dtypes == {"float32"} else sorted(dtypes), "min": low, "max": high,
                 "max_abs_err_vs_div255": max_err, "per_pixel": consistent, "scale": "/255", "input_shapes": shapes}
-    check(ctx, "data.scale", "Model input after scaling", "observed-pass" if ok else "observed-fail",
+    check(ctx, "data.scale", "Model input after scaling", Evidence.PASS if ok else Evidence.FAIL,
           detail="float32 [N, 1, 28, 28], min %.4g max %.4g, = pixel/255 (max err %.1e); nothing fitted"
           % (low, high, max_err), evidence=evidence)
     if not ok:
@@ -193,7 +194,7 @@ def check_labels(ctx: JobContext, ds: FashionMnist) -> None:
         if labels.min() < 0 or labels.max() >= NUM_CLASSES or present.size != NUM_CLASSES:
             problems.append("%s labels span %d..%d over %d classes" % (
                 name, labels.min(), labels.max(), present.size))
-    status = "observed-fail" if problems else "observed-pass"
+    status = Evidence.FAIL if problems else Evidence.PASS
     check(ctx, "data.labels", "Labels 0–9, every class present", status,
           detail="; ".join(problems) or "train and test labels in 0..9, all 10 classes present",
           evidence=evidence)
@@ -208,13 +209,13 @@ def check_split(ctx: JobContext, labels: np.ndarray, train_idx: np.ndarray, val_
     overlap = np.intersect1d(train_idx, val_idx)
     covered = np.union1d(train_idx, val_idx)
     complete = covered.size == n and bool(covered.size == 0 or (covered[0] == 0 and covered[-1] == n - 1))
-    status = "observed-pass" if overlap.size == 0 and complete else "observed-fail"
+    status = Evidence.PASS if overlap.size == 0 and complete else Evidence.FAIL
     check(ctx, "data.split.disjoint", "Train and val indices disjoint", status,
           detail="%d train + %d val = %d training images, %d in both" % (
               train_idx.size, val_idx.size, covered.size, overlap.size),
           evidence={"n_train": int(train_idx.size), "n_val": int(val_idx.size), "overlap": int(overlap.size),
                     "covers_all": complete, "index_range": [0, n - 1]})
-    if status != "observed-pass":
+    if status != Evidence.PASS:
         raise JobFailed("split indices overlap or leave images out", type_="DataError")
 
 
@@ -229,7 +230,7 @@ def check_counts(ctx: JobContext, counts: Dict[str, List[int]], val_fraction: fl
             off.append(cls)
         elif min(counts["train"][cls], counts["val"][cls], counts["test"][cls]) < 1:
             off.append(cls)
-    status = "observed-fail" if off else "observed-pass"
+    status = Evidence.FAIL if off else Evidence.PASS
     detail = "per class: train %s, val %s, test %s" % (_spread(counts["train"]), _spread(counts["val"]),
                                                         _spread(counts["test"]))
     if off:
@@ -254,7 +255,7 @@ def check_test_apart(ctx: JobContext, ds: FashionMnist, train_idx: np.ndarray, v
     identical = sum(1 for row in ds.test_images.reshape(ds.test_labels.size, -1) if row.tobytes() in seen)
     ok = in_range and identical == 0
     source = "t10k files" if not ds.synthetic else "a separate synthetic stream"
-    check(ctx, "data.test_apart", "Test set kept apart", "observed-pass" if ok else "observed-fail",
+    check(ctx, "data.test_apart", "Test set kept apart", Evidence.PASS if ok else Evidence.FAIL,
           detail="%d test images from %s; split indices address only the %d training images; "
                  "%d test images byte-identical to a training image; no statistic uses them"
                  % (ds.test_labels.size, source, n_train_file, identical),
@@ -311,7 +312,7 @@ def main(ctx: JobContext) -> str:
     """Load and verify, split with the recorded seed, save the split and a preview, report."""
     d = ctx.cfg["data"]
     synthetic = d["source"] == "synthetic"
-    seed, val_fraction = int(d["split_seed"]), float(d["val_fraction"])
+    seed, val_fraction = d["split_seed"], d["val_fraction"]
     # Every event says whether the data is synthetic, so no reader can take it for the real set.
     ctx.events.extra["synthetic"] = synthetic
     ctx.started(source=d["source"], data_dir=d["dir"], split_seed=seed, val_fraction=val_fraction)
@@ -346,7 +347,7 @@ def main(ctx: JobContext) -> str:
     ctx.artifact(json_path, "split-record", seed=seed)
     reloaded = load_split(ctx.artifacts)
     same = np.array_equal(reloaded.train_idx, train_idx) and np.array_equal(reloaded.val_idx, val_idx)
-    check(ctx, "data.split.saved", "Split artifact reloads", "observed-pass" if same else "observed-fail",
+    check(ctx, "data.split.saved", "Split artifact reloads", Evidence.PASS if same else Evidence.FAIL,
           detail="artifacts/%s + %s read back: index SHA-256 match the record, seed %d" % (NPZ_NAME, JSON_NAME, seed),
           evidence={"train_idx_sha256": reloaded.meta["train_idx_sha256"],
                     "val_idx_sha256": reloaded.meta["val_idx_sha256"], "seed": reloaded.seed})

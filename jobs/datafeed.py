@@ -10,6 +10,10 @@ from typing import Any, Dict, Iterator, Tuple
 
 import numpy as np
 
+# The seed of the synthetic images every job generates (data, train, test, export, align). It does
+# not depend on the split seed, so re-splitting keeps the same images.
+SYNTHETIC_SEED = 0
+
 FEEDS = ("numpy", "dataset")
 
 
@@ -139,14 +143,12 @@ def load_source(data_cfg: Dict[str, Any], split_meta: Any = None):
     seed and counts a split record names, so every job sees the same images.
     """
     from workbench.data import load_fashion_mnist, synthetic_fashion
-    from jobs.data import SYNTHETIC_SEED
 
     if data_cfg.get("source") == "synthetic":
         meta = split_meta if isinstance(split_meta, dict) else {}
         counts = meta.get("synthetic_counts") or {}
-        return synthetic_fashion(int(counts.get("train", data_cfg["synthetic_train"])),
-                                 int(counts.get("test", data_cfg["synthetic_test"])),
-                                 int(meta.get("synthetic_seed", SYNTHETIC_SEED)))
+        return synthetic_fashion(counts.get("train", data_cfg["synthetic_train"]),
+                                 counts.get("test", data_cfg["synthetic_test"]), meta.get("synthetic_seed", SYNTHETIC_SEED))
     return load_fashion_mnist(data_cfg.get("dir"))
 
 
@@ -191,11 +193,11 @@ def load_run_data(job_dir: Any, cfg: Dict[str, Any]) -> RunData:
     else:
         settings = dict(cfg["data"])
         source = load_source(settings)
-        seed, fraction = int(settings["split_seed"]), float(settings["val_fraction"])
+        seed, fraction = settings["split_seed"], settings["val_fraction"]
         train_idx, val_idx = stratified_split(source.train_labels, fraction, seed)
         how = ("no data.from: split made on the fly with data.split_seed=%d, val_fraction=%s "
                "(same rule as the data job)" % (seed, fraction))
-    t_limit, v_limit = int(cfg["train"]["train_limit"]), int(cfg["train"]["val_limit"])
+    t_limit, v_limit = cfg["train"]["train_limit"], cfg["train"]["val_limit"]
     train_sel = train_idx[:t_limit] if t_limit else train_idx
     val_sel = val_idx[:v_limit] if v_limit else val_idx
     description = describe_split(source.train_labels, train_idx, val_idx, seed, fraction,

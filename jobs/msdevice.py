@@ -8,9 +8,10 @@ Feature-detected across MindSpore 2.4 .. 2.10: `ms.set_device(target, id)` where
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from workbench.jobkit import JobContext, JobFailed
+from workbench.protocol import Evidence
 
 from jobs import device_activity
 
@@ -139,13 +140,30 @@ def effective_config_check(ctx: JobContext, requested: Dict[str, Any]) -> Dict[s
     role = ms_role_warning()
     evidence = {"requested": requested, "observed": observed, "ms_role": os.environ.get("MS_ROLE")}
     if mismatches:
-        ctx.check("effective-config", "effective config", "observed-fail", "; ".join(mismatches),
+        ctx.check("effective-config", "effective config", Evidence.FAIL, "; ".join(mismatches),
                   evidence=evidence, hint=role or "the run would not mean what the config says; stop and fix it")
     else:
         detail = "MindSpore reports %s:%s, %s mode" % (observed["target"], observed["device_id"], observed["mode"])
-        ctx.check("effective-config", "effective config", "observed-pass", detail, evidence=evidence,
+        ctx.check("effective-config", "effective config", Evidence.PASS, detail, evidence=evidence,
                   hint=role)
     return {"observed": observed, "mismatches": mismatches}
+
+
+def require_device(ctx: JobContext, target: str, device_id: int, mode: str,
+                   after_set: Optional[Callable[[], Any]] = None) -> Dict[str, Any]:
+    """Select the device, read back what MindSpore uses (the `effective-config` check), fail unless it matches.
+
+    `after_set` runs between the two (a data-parallel rank joins its cluster there). Returns the
+    effective device {target, device_id, mode, source, set_with}.
+    """
+    how = set_device(target, device_id, mode)
+    if after_set is not None:
+        after_set()
+    effective = effective_config_check(ctx, {"target": target, "device_id": device_id, "mode": mode})
+    if effective["mismatches"]:
+        raise JobFailed("MindSpore does not run where asked: %s" % "; ".join(effective["mismatches"]),
+                        hint=ms_role_warning() or "check the environment that starts jobs", type_="DeviceError")
+    return dict(effective["observed"], set_with=how)
 
 
 def peak_device_memory_mb(target: str) -> Dict[str, Any]:
@@ -173,8 +191,7 @@ def peak_device_memory_mb(target: str) -> Dict[str, Any]:
 
 def sample_device_activity(ctx: JobContext) -> Dict[str, Any]:
     """Emit the `device activity` check now (jobs.device_activity): npu-smi process evidence on Ascend, not-run elsewhere."""
-    env = ctx.cfg.get("env") or {}
+    env = ctx.cfg.env
     return device_activity.sample_device_activity(
-        ctx, ctx.device, npu_smi=str(env.get("npu_smi") or "npu-smi"),
-        timeout_s=float(env.get("npu_smi_timeout_s") or 20.0),
+        ctx, ctx.device, npu_smi=env.npu_smi, timeout_s=env.npu_smi_timeout_s,
         artifact_name="npu-smi-during-%s.txt" % ctx.meta.get("kind", "job"))

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any, Dict
 
 from workbench.atomic import read_json, sha256_file, write_json
+from workbench.jobconfig import JobConfig
 from workbench.jobkit import JobContext, JobFailed, run
+from workbench.metrics import metrics_report
+from workbench.protocol import Evidence
 
 from jobs import datafeed, models, msdevice, precision
-from jobs.train import metrics_report
 
 COUNTER_NAME = "test_evaluations.json"
 LOCK_NAME = "test_evaluations.lock"
@@ -41,8 +43,8 @@ def main(ctx: JobContext) -> str:
     """Run the test-set evaluation."""
     import mindspore as ms
 
-    ref = ctx.cfg["test"]["from"]
-    mode = ctx.cfg["train"]["mode"]
+    ref = ctx.cfg.test["from"]  # `from` is a Python keyword: item access
+    mode = ctx.cfg.train.mode
     ctx.started(mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)}, mode=mode,
                 test_from=ref)
     if not ref:
@@ -57,28 +59,24 @@ def main(ctx: JobContext) -> str:
     train_cfg = models.read_job_config(train_dir) or best.get("config")
     if not isinstance(train_cfg, dict):
         raise JobFailed("%s: no config.json and best.json has no config" % train_dir, type_="FileNotFoundError")
-    prec = train_cfg["train"]["precision"]
-    ctx.log("evaluating %s: model %s, precision %s" % (train_dir, train_cfg["model"], prec))
-    target, device_id = str(ctx.device["resolved"]), int(ctx.device["id"])
-    how = msdevice.set_device(target, device_id, mode)
-    effective = msdevice.effective_config_check(ctx, {"target": target, "device_id": device_id, "mode": mode})
-    if effective["mismatches"]:
-        raise JobFailed("MindSpore does not run where asked: %s" % "; ".join(effective["mismatches"]),
-                        hint=msdevice.ms_role_warning() or "check the environment that starts jobs", type_="DeviceError")
+    train_cfg = JobConfig(train_cfg)  # validated when that job started: typed, read-only here
+    prec = train_cfg.train.precision
+    ctx.log("evaluating %s: model %s, precision %s" % (train_dir, dict(train_cfg.model), prec))
+    effective = msdevice.require_device(ctx, ctx.cfg.device.target, ctx.cfg.device.id, mode)
     msdevice.sample_device_activity(ctx)
 
     digest = sha256_file(best_ckpt)
     recorded = (best.get("checkpoint") or {}).get("sha256")
     if recorded and digest != recorded:
-        ctx.check("checkpoint", "frozen checkpoint", "observed-fail",
+        ctx.check("checkpoint", "frozen checkpoint", Evidence.FAIL,
                   "%s has SHA-256 %s, best.json records %s" % (best_ckpt, digest, recorded),
                   evidence={"sha256": digest, "recorded": recorded})
         raise JobFailed("best.ckpt changed after training: SHA-256 %s, recorded %s" % (digest, recorded),
                         hint="evaluate an unmodified checkpoint", type_="CheckpointMismatch")
-    net = models.build_net(train_cfg["model"]["name"], int(train_cfg["model"]["hidden"]))
+    net = models.build_net(train_cfg.model.name, train_cfg.model.hidden)
     run_net, prec_info = precision.apply_precision(net, prec)
     loaded = models.load_weights(net, best_ckpt, "best checkpoint")
-    ctx.check("checkpoint", "frozen checkpoint", "observed-pass",
+    ctx.check("checkpoint", "frozen checkpoint", Evidence.PASS,
               "%s of %s (epoch %s, val macro-F1 %.4f): %d tensors loaded, SHA-256 matches best.json" % (
                   best_ckpt.name, train_dir.name, best.get("epoch"), (best.get("val") or {}).get("macro_f1", float("nan")),
                   loaded["parameters"]), evidence={"path": str(best_ckpt), "sha256": digest})
@@ -104,10 +102,10 @@ def main(ctx: JobContext) -> str:
     evidence = {"count": count, "file": str(train_dir / COUNTER_NAME),
                 "jobs": [e.get("job") for e in counter["evaluations"]]}
     if count == 1:
-        ctx.check("test-evaluations", "test set evaluated once", "observed-pass",
+        ctx.check("test-evaluations", "test set evaluated once", Evidence.PASS,
                   "first evaluation of the test set for %s" % train_dir.name, evidence=evidence)
     else:
-        ctx.check("test-evaluations", "test set evaluated once", "observed-fail",
+        ctx.check("test-evaluations", "test set evaluated once", Evidence.FAIL,
                   "the test set has now been evaluated %d times for %s; choosing settings by these numbers "
                   "turns the test set into a validation set" % (count, train_dir.name), evidence=evidence,
                   hint="freeze the configuration by validation macro-F1; report the first test result",
@@ -116,7 +114,7 @@ def main(ctx: JobContext) -> str:
         "from": train_dir.name, "train_dir": str(train_dir), "best_epoch": best.get("epoch"),
         "val_macro_f1": (best.get("val") or {}).get("macro_f1"), "test_evaluations": count,
         "eval_s": eval_s, "data": data_desc, "precision": prec_info,
-        "effective_device": dict(effective["observed"], set_with=how),
+        "effective_device": effective,
         "checkpoint": {"path": str(best_ckpt), "sha256": digest},
     }))
     return "ok"

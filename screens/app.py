@@ -13,9 +13,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Label
 
 from workbench.config import ConfigError, merge
-from workbench.device import resolve
 from workbench.priority import Launcher
-from workbench.runner import JobRunner, RunnerError
+from workbench.runner import JobRunner, RunnerError, decide_device, device_record
 from workbench.session import SessionStore
 from workbench.tracker import JobTracker
 
@@ -134,7 +133,7 @@ class WorkbenchApp(App):
         self.argv = list(argv or sys.argv)
         self.poll_s = poll_s
         self._poll_delay = poll_s
-        self.device = resolve(cfg["device"]["target"], cfg["device"]["id"])
+        self.device = device_record(decide_device(cfg["device"]))  # what the runner would decide for a job now
         self.low_bandwidth = bool(cfg["ui"]["low_bandwidth"])
         self.views = build_views()
         self.tracker: JobTracker = JobTracker(store, sid)

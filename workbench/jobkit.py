@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Optional
 
 from workbench import __version__
 from workbench.atomic import read_json, sha256_file
+from workbench.jobconfig import JobConfig, load_job_config
 from workbench.protocol import EventWriter
 
 
@@ -33,7 +34,7 @@ class JobContext:
 
     def __init__(self, job_dir: Path, extra: Optional[Dict[str, Any]] = None, events_name: str = "events.jsonl"):
         self.dir = Path(job_dir)
-        self.cfg: Dict[str, Any] = read_json(self.dir / "config.json")
+        self.cfg: JobConfig = load_job_config(self.dir)
         self.meta: Dict[str, Any] = read_json(self.dir / "job.json")
         self.artifacts = self.dir / "artifacts"
         self.artifacts.mkdir(exist_ok=True)
@@ -43,7 +44,11 @@ class JobContext:
 
     @property
     def device(self) -> Dict[str, Any]:
-        """The device resolution made by the runner: {requested, resolved, id, why}."""
+        """The runner's device decision as job.json records it: {target, id, requested, resolved, why}.
+
+        `target` (= `resolved`) is what the job runs on; the config's `device` section holds the
+        same decision, so a job may read either.
+        """
         return self.meta["device"]
 
     def emit(self, type_: str, **fields: Any) -> Dict[str, Any]:

@@ -11,6 +11,8 @@ import importlib
 import math
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from workbench.fashion import CLASS_NAMES
+
 
 class _LazyModule:
     """A module imported on first attribute use: screens read `median` and `weakest_class` without numpy."""
@@ -220,3 +222,14 @@ def upper_median(values: Iterable[float]) -> Optional[float]:
     """The upper middle value (an observed step, never an average); None for no values."""
     ordered = sorted(values)
     return ordered[len(ordered) // 2] if ordered else None
+
+
+def metrics_report(labels: Any, pred: Any) -> Dict[str, Any]:
+    """accuracy, macro_f1, per_class (with class names), confusion (rows = true), zero_division, samples."""
+    conf = confusion_matrix(labels, pred, len(CLASS_NAMES))
+    report = classification_report(conf)
+    for k, row in enumerate(report["per_class"]):
+        row["name"] = CLASS_NAMES[k]
+    report["confusion"] = conf.tolist()
+    report["samples"] = int(len(labels))
+    return report

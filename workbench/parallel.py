@@ -14,11 +14,11 @@ import os
 import shlex
 import shutil
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from workbench.atomic import write_text
-from workbench.runner import RunnerError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RANK_LAUNCHER = PROJECT_ROOT / "jobs" / "msrun_rank.py"
@@ -26,20 +26,35 @@ LOG_DIR = "msrun_logs"  # msrun's scheduler.log and worker_<rank>.log, inside th
 SHIM_DIR = "bin"  # job folder's bin/python: the jobs interpreter under the name msrun runs
 
 
-class ParallelError(RunnerError):
+class ParallelError(Exception):
     """A data-parallel run cannot start: msrun missing, port busy, inconsistent rank layout."""
+
+
+@dataclass(frozen=True)
+class MsrunPlan:
+    """What the runner needs to start a data-parallel `train` job: msrun's exec line, its PATH, this node's devices."""
+
+    argv: List[str]
+    env: Dict[str, str]
+    device_ids: List[int]
+
+
+def plan(cfg: Dict[str, Any], python: str, job_dir: Path) -> MsrunPlan:
+    """Check the layout, find msrun, write the job's `python` shim: everything the runner asks of this module, once."""
+    return MsrunPlan(argv=msrun_argv(cfg, python, job_dir), env=parallel_env(python, job_dir),
+                     device_ids=device_ids(cfg))
 
 
 def local_workers(cfg: Dict[str, Any]) -> int:
     """Ranks this node starts (`train.parallel.local_workers`, 0 meaning all of them)."""
     par = cfg["train"]["parallel"]
-    return int(par["local_workers"] or par["workers"])
+    return par["local_workers"] or par["workers"]
 
 
 def check_layout(cfg: Dict[str, Any]) -> None:
     """Workers, local workers and node rank must describe equal nodes that msrun can number."""
     par = cfg["train"]["parallel"]
-    workers, local, node_rank = int(par["workers"]), local_workers(cfg), int(par["node_rank"])
+    workers, local, node_rank = par["workers"], local_workers(cfg), par["node_rank"]
     if local > workers:
         raise ParallelError("train.parallel.local_workers is %d but train.parallel.workers is %d: "
                             "a node cannot start more ranks than the job has" % (local, workers))
@@ -100,7 +115,7 @@ def check_port_free(addr: str, port: int) -> None:
         # Like the scheduler's own listener: a port left in TIME_WAIT by an earlier run is free.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((addr, int(port)))
+            sock.bind((addr, port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise ParallelError(
@@ -114,13 +129,13 @@ def check_port_free(addr: str, port: int) -> None:
 def check_master(cfg: Dict[str, Any]) -> bool:
     """Check the scheduler's address and port; return True when the scheduler runs on this node."""
     par = cfg["train"]["parallel"]
-    addr, port = str(par["master_addr"]), int(par["master_port"])
+    addr, port = par["master_addr"], par["master_port"]
     if port < 1024:
         raise ParallelError("train.parallel.master_port is %d; msrun accepts 1024..65535" % port)
     local = is_local_address(addr)
     if local:
         check_port_free(addr, port)
-    elif local_workers(cfg) == int(par["workers"]):
+    elif local_workers(cfg) == par["workers"]:
         raise ParallelError("train.parallel.master_addr %r is not an address of this machine, but all %d ranks "
                             "run here (local_workers = workers), so no node would start the scheduler; "
                             "use 127.0.0.1" % (addr, par["workers"]))
@@ -135,11 +150,11 @@ def msrun_argv(cfg: Dict[str, Any], python: str, job_dir: Path) -> List[str]:
     check_master(cfg)
     job_dir = Path(job_dir)
     return [msrun,
-            "--worker_num=%d" % int(par["workers"]),
+            "--worker_num=%d" % par["workers"],
             "--local_worker_num=%d" % local_workers(cfg),
             "--master_addr=%s" % par["master_addr"],
-            "--master_port=%d" % int(par["master_port"]),
-            "--node_rank=%d" % int(par["node_rank"]),
+            "--master_port=%d" % par["master_port"],
+            "--node_rank=%d" % par["node_rank"],
             "--log_dir=%s" % (job_dir / LOG_DIR),
             "--join=True",
             str(RANK_LAUNCHER), "--job-dir", str(job_dir)]

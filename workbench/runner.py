@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -9,19 +10,20 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from workbench import __version__
 from workbench.atomic import read_json, write_json, write_text
 from workbench.childproc import group_alive, pid_running, stop_group
 from workbench.config import dump
 from workbench.device import DEVICE_JOBS, lock_name, resolve
+from workbench.parallel import MsrunPlan, ParallelError
+from workbench.parallel import plan as plan_msrun
 from workbench.session import SessionStore, job_status
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOB_KINDS = ("env", "data", "train", "test", "align", "export", "drill")
-
-
+ALIGN_PATHS = ("reference", "candidate")
 LOCK_DIR_ENV = "MS_WORKBENCH_LOCK_DIR"
 
 
@@ -43,7 +45,39 @@ def lock_dir() -> Path:
 
 
 class RunnerError(Exception):
-    """A job could not be started (unknown kind, bad interpreter)."""
+    """A job could not be started (unknown kind, bad interpreter, a data-parallel layout msrun cannot run)."""
+
+
+def decide_device(section: Mapping[str, Any], decided: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """A configured {target, id} decided: {target (what runs), id, requested, why}; `auto` by detection.
+
+    `decided` carries the decisions already made for this job, so one start detects at most once.
+    """
+    requested = section["target"]
+    memo = {} if decided is None else decided
+    if requested not in memo:
+        memo[requested] = resolve(requested, section["id"])  # workbench.device owns the rule
+    found = memo[requested]
+    return {"target": found["resolved"], "id": section["id"], "requested": requested, "why": found["why"]}
+
+
+def device_record(device: Mapping[str, Any]) -> Dict[str, Any]:
+    """job.json's (and the `started` event's) device: the decision, plus `resolved`, the protocol's name for target."""
+    return dict(device, resolved=device["target"])
+
+
+def effective_config(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """A copy of `cfg` with every device target decided (`device` and both align paths): what the job reads.
+
+    Each decided section keeps its `requested` value and the reason (`why`), so config.json and
+    config.yaml say what was asked and what runs.
+    """
+    out = copy.deepcopy(cfg)
+    decided: Dict[str, Dict[str, Any]] = {}
+    out["device"] = decide_device(cfg["device"], decided)
+    for role in ALIGN_PATHS:
+        out["align"][role] = dict(cfg["align"][role], **decide_device(cfg["align"][role], decided))
+    return out
 
 
 def needs_device(kind: str, cfg: Dict[str, Any]) -> bool:
@@ -51,30 +85,26 @@ def needs_device(kind: str, cfg: Dict[str, Any]) -> bool:
     return kind in DEVICE_JOBS or (kind == "drill" and bool(cfg["drill"]["device"]))
 
 
-def device_targets(kind: str, cfg: Dict[str, Any], device: Dict[str, Any]) -> List[tuple]:
-    """The devices a job will touch: its own, or both paths of an alignment (deduplicated, sorted)."""
+def is_data_parallel(kind: str, cfg: Dict[str, Any]) -> bool:
+    """True for a `train` job that msrun runs as several ranks."""
+    return kind == "train" and cfg["train"]["parallel"]["workers"] > 1
+
+
+def device_targets(kind: str, cfg: Dict[str, Any], msrun_device_ids: Sequence[int] = ()) -> List[tuple]:
+    """The devices a job of an effective config will touch: its own, a rank's each, or both alignment paths."""
     if kind == "align":
-        out = set()
-        for side in ("reference", "candidate"):
-            path = cfg["align"][side]
-            out.add((str(resolve(path["target"], path["id"])["resolved"]), int(path["id"])))
-        return sorted(out)
-    if kind == "train" and cfg["train"]["parallel"]["workers"] > 1 and device["resolved"] != "CPU":
-        from workbench.parallel import device_ids  # msrun gives each local rank its own device
-
-        return [(str(device["resolved"]), i) for i in device_ids(cfg)]
-    return [(str(device["resolved"]), int(device["id"]))]
+        return sorted({(cfg["align"][role]["target"], cfg["align"][role]["id"]) for role in ALIGN_PATHS})
+    device = cfg["device"]
+    if is_data_parallel(kind, cfg) and device["target"] != "CPU":
+        return [(device["target"], i) for i in msrun_device_ids]  # msrun gives each local rank its own device
+    return [(device["target"], device["id"])]
 
 
-def job_argv(kind: str, cfg: Dict[str, Any], python: str, job_dir: Path) -> List[str]:
-    """The exec line of a job (msrun for data-parallel training)."""
-    base = [python, "-m", "jobs.%s" % kind, "--job-dir", str(job_dir)]
-    par = cfg["train"]["parallel"]
-    if kind == "train" and par["workers"] > 1:
-        from workbench.parallel import msrun_argv  # only data-parallel runs need it
-
-        return msrun_argv(cfg, python, job_dir)
-    return base
+def job_argv(kind: str, python: str, job_dir: Path, msrun: Optional[MsrunPlan] = None) -> List[str]:
+    """The exec line of a job (msrun's, for data-parallel training)."""
+    if msrun is not None:
+        return msrun.argv
+    return [python, "-m", "jobs.%s" % kind, "--job-dir", str(job_dir)]
 
 
 class JobRunner:
@@ -91,10 +121,16 @@ class JobRunner:
         if os.sep in python and not os.access(python, os.X_OK):
             raise RunnerError("python: %r is not an executable interpreter (config key 'python')" % python)
         job_dir = self.store.new_job_dir(sid, kind)
-        device = resolve(cfg["device"]["target"], cfg["device"]["id"])
+        cfg = effective_config(cfg)  # the one place a job's device is decided
+        msrun = None
+        if is_data_parallel(kind, cfg):
+            try:
+                msrun = plan_msrun(cfg, python, job_dir)
+            except ParallelError as exc:
+                raise RunnerError(str(exc)) from exc
         locks = []
         if needs_device(kind, cfg):
-            for target, device_id in device_targets(kind, cfg, device):
+            for target, device_id in device_targets(kind, cfg, msrun.device_ids if msrun else ()):
                 locks.append({"path": str(lock_dir() / lock_name(target, device_id)),
                               "device": "%s:%d" % (target, device_id)})
         env = {
@@ -102,14 +138,13 @@ class JobRunner:
             "PYTHONUNBUFFERED": "1",
             "GLOG_v": str(cfg["glog_v"]),
         }
-        if kind == "train" and cfg["train"]["parallel"]["workers"] > 1:
-            from workbench.parallel import parallel_env  # msrun starts the `python` on PATH
-
-            env.update(parallel_env(python, job_dir))
+        if msrun is not None:
+            env.update(msrun.env)  # msrun starts the `python` on PATH
         spec = {
             "jid": job_dir.name, "kind": kind, "session": sid, "created": time.time(),
             "command": command or [], "version": __version__, "python": python,
-            "device": device, "argv": job_argv(kind, cfg, python, job_dir), "env": env, "locks": locks,
+            "device": device_record(cfg["device"]), "argv": job_argv(kind, python, job_dir, msrun), "env": env,
+            "locks": locks,
             "timeout_s": cfg["limits"]["job_timeout_s"], "stall_s": cfg["limits"]["stall_s"],
             "grace_s": cfg["limits"]["grace_s"],
         }

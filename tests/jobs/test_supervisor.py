@@ -314,11 +314,12 @@ def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for,
 
 def test_align_locks_both_paths_devices(tmp_path):
     from workbench.config import defaults
-    from workbench.runner import device_targets
+    from workbench.runner import device_targets, effective_config
 
     cfg = defaults()
+    cfg["device"]["target"] = "CPU"
     cfg["align"]["candidate"]["target"] = "Ascend"
     cfg["align"]["candidate"]["id"] = 3
-    dev = {"resolved": "CPU", "id": 0}
-    assert device_targets("align", cfg, dev) == [("Ascend", 3), ("CPU", 0)]
-    assert device_targets("train", cfg, dev) == [("CPU", 0)]
+    cfg = effective_config(cfg)
+    assert device_targets("align", cfg) == [("Ascend", 3), ("CPU", 0)]
+    assert device_targets("train", cfg) == [("CPU", 0)]

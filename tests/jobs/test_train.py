@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from jobs.data import SYNTHETIC_SEED
+from jobs.datafeed import SYNTHETIC_SEED
 from tests.conftest import assert_events_valid, run_cli, wait_for
 from workbench.atomic import read_json
 from workbench.data import stratified_split, synthetic_fashion

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jobs import datafeed
-from jobs.data import SYNTHETIC_SEED
+from jobs.datafeed import SYNTHETIC_SEED
 from workbench.config import defaults
 from workbench.data import save_split, scale, stratified_split, synthetic_fashion
 from workbench.jobkit import JobFailed

@@ -17,9 +17,9 @@ from jobs import msrun_rank
 from jobs.dataparallel import rank_env, shard_indices
 from workbench.config import defaults
 from workbench.jobkit import JobFailed
-from workbench.parallel import (LOG_DIR, RANK_LAUNCHER, ParallelError, msrun_argv, parallel_env)
+from workbench.parallel import LOG_DIR, RANK_LAUNCHER, ParallelError, msrun_argv, parallel_env, plan
 from workbench.protocol import read_all, validate_file
-from workbench.runner import device_targets, job_argv
+from workbench.runner import device_targets, effective_config, is_data_parallel, job_argv
 
 VENV_PYTHON = Path(sys.executable)  # the test interpreter: MindSpore installed msrun next to it
 
@@ -66,9 +66,19 @@ def test_msrun_argv_for_one_node_of_several_skips_the_port_check(tmp_path, msrun
 
 def test_runner_uses_msrun_only_for_parallel_training(tmp_path, msrun_python):
     python = str(msrun_python)
-    assert job_argv("train", cfg_with(workers=1), python, tmp_path)[:3] == [python, "-m", "jobs.train"]
-    assert job_argv("train", cfg_with(workers=2, master_port=free_port()), python, tmp_path)[0].endswith("msrun")
-    assert job_argv("env", cfg_with(workers=2), python, tmp_path)[:3] == [python, "-m", "jobs.env"]
+    assert not is_data_parallel("train", cfg_with(workers=1)) and not is_data_parallel("env", cfg_with(workers=2))
+    assert job_argv("train", python, tmp_path)[:3] == [python, "-m", "jobs.train"]
+    msrun = plan(cfg_with(workers=2, master_port=free_port()), python, tmp_path)
+    assert is_data_parallel("train", cfg_with(workers=2))
+    assert job_argv("train", python, tmp_path, msrun)[0].endswith("msrun") and msrun.device_ids == [0, 1]
+    assert msrun.env["PATH"].split(os.pathsep)[0] == str(tmp_path / "bin")
+
+
+def test_parallel_does_not_import_the_runner():
+    # One way: the runner asks parallel for its plan; parallel knows nothing of the runner.
+    code = "import sys, workbench.parallel; print('workbench.runner' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_busy_master_port_fails_naming_it(tmp_path, msrun_python):
@@ -116,12 +126,18 @@ def test_parallel_path_runs_the_configured_interpreter_as_python(tmp_path):
     assert out.stdout.strip() == sys.executable  # same interpreter, same venv (numpy imported)
 
 
+def with_device(cfg: dict, target: str) -> dict:
+    """The effective config of `cfg` with device.target set (an explicit target: no detection)."""
+    cfg["device"]["target"] = target
+    return effective_config(cfg)
+
+
 def test_parallel_ascend_training_locks_one_device_per_local_rank():
-    cfg = cfg_with(workers=4, local_workers=2, node_rank=0)
-    device = {"resolved": "Ascend", "id": 0}
-    assert device_targets("train", cfg, device) == [("Ascend", 0), ("Ascend", 1)]
-    assert device_targets("train", cfg, {"resolved": "CPU", "id": 0}) == [("CPU", 0)]
-    assert device_targets("train", cfg_with(workers=1), device) == [("Ascend", 0)]
+    cfg = with_device(cfg_with(workers=4, local_workers=2, node_rank=0), "Ascend")
+    assert device_targets("train", cfg, [0, 1]) == [("Ascend", 0), ("Ascend", 1)]
+    cpu = with_device(cfg_with(workers=4, local_workers=2, node_rank=0), "CPU")
+    assert device_targets("train", cpu, [0, 1]) == [("CPU", 0)]
+    assert device_targets("train", with_device(cfg_with(workers=1), "Ascend")) == [("Ascend", 0)]
 
 
 @pytest.mark.parametrize("n, size", [(10, 2), (11, 2), (1800, 3), (7, 7), (54000, 8)])

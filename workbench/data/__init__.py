@@ -4,7 +4,8 @@ from workbench.data.dataset import CLASS_NAMES, NUM_CLASSES, FashionMnist, scale
 from workbench.data.errors import DataError, DataNotFound
 from workbench.data.fetch import OFFICIAL_URL_BASE, fetch
 from workbench.data.locate import candidate_dirs, locate
-from workbench.data.official import OFFICIAL_FILES, load_fashion_mnist, read_official_file
+from workbench.data.loader import load_fashion_mnist
+from workbench.data.official import OFFICIAL_FILES, read_official_file
 from workbench.data.preview import preview_indices
 from workbench.data.split import Split, describe_split, load_split, save_split, stratified_split
 from workbench.data.synthetic import synthetic_fashion

@@ -1,4 +1,4 @@
-"""The four official Fashion-MNIST files: what they must contain, and a verifying loader."""
+"""The four official Fashion-MNIST files: what they must contain, and a verifying reader of one file."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from workbench.data.dataset import IMAGE_HW, NUM_CLASSES, FashionMnist
+from workbench.data.dataset import IMAGE_HW, NUM_CLASSES
 from workbench.data.errors import DataError
 from workbench.data.idx import parse_idx, read_content
 
@@ -94,33 +94,6 @@ def read_official_file(
         "compressed": compressed,
     }
     return array, record
-
-
-def load_fashion_mnist(data_dir: Optional[Union[str, Path]] = None, verify: bool = True) -> FashionMnist:
-    """Locate and load the official files; verify=False skips only the SHA-256 check."""
-    # Imported here so locate can import this module's file list without a cycle.
-    from workbench.data.locate import locate
-
-    directory, _tried = locate(data_dir)
-    arrays: Dict[str, np.ndarray] = {}
-    files = []
-    for spec in OFFICIAL_FILES:
-        path = find_file(directory, spec)
-        if path is None:
-            # locate saw it a moment ago; report rather than guess.
-            raise DataError(directory / spec.name, "file is missing", "the file or its .gz")
-        arrays[spec.key], record = read_official_file(path, spec, verify=verify)
-        files.append(record)
-    return FashionMnist(
-        train_images=arrays["train_images"],
-        train_labels=arrays["train_labels"],
-        test_images=arrays["test_images"],
-        test_labels=arrays["test_labels"],
-        dir=directory,
-        files=files,
-        synthetic=False,
-        verified=verify,
-    )
 
 
 def _check_label_range(labels: np.ndarray, path: Path) -> None:
