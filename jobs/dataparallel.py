@@ -17,6 +17,7 @@ import numpy as np
 
 from workbench.atomic import write_text
 from workbench.jobkit import JobContext, JobFailed
+from workbench.protocol import Evidence
 
 HASH_RULE = "SHA-256 over the network parameters sorted by name (name, dtype, shape, bytes of .asnumpy())"
 
@@ -24,15 +25,15 @@ HASH_RULE = "SHA-256 over the network parameters sorted by name (name, dtype, sh
 def rank_env(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> Optional[Dict[str, Any]]:
     """{rank, size, local_rank, node_rank} from msrun's environment, or None for a single-process run."""
     par = cfg["train"]["parallel"]
-    if int(par["workers"]) <= 1:
+    if par["workers"] <= 1:
         return None
     env = os.environ if env is None else env
     if env.get("MS_ROLE") != "MS_WORKER" or "RANK_ID" not in env:
         raise JobFailed("train.parallel.workers is %d but this process was not started by msrun as a worker "
                         "(MS_ROLE=%r, RANK_ID=%r)" % (par["workers"], env.get("MS_ROLE"), env.get("RANK_ID")),
                         hint="start it with `ms-workbench run train`, which runs msrun", type_="ParallelError")
-    return {"rank": int(env["RANK_ID"]), "size": int(par["workers"]),
-            "local_rank": int(env.get("DEVICE_ID", "0")), "node_rank": int(par["node_rank"])}
+    return {"rank": int(env["RANK_ID"]), "size": par["workers"],
+            "local_rank": int(env.get("DEVICE_ID", "0")), "node_rank": par["node_rank"]}
 
 
 def tag_events(ctx: JobContext, info: Optional[Dict[str, Any]]) -> None:
@@ -131,13 +132,13 @@ def weights_check(ctx: JobContext, net, info: Dict[str, Any]) -> bool:
                 "how": "each rank hashed its own parameters; the hashes were collected with AllGather",
                 "parameters": n_params, "files": ["artifacts/weights.rank%d.sha256" % r for r in range(info["size"])]}
     if len(set(hashes)) == 1:
-        ctx.check("weights-identical", "weights identical across ranks", "observed-pass",
+        ctx.check("weights-identical", "weights identical across ranks", Evidence.PASS,
                   "all %d ranks ended with weights SHA-256 %s" % (info["size"], hashes[0][:16]), evidence=evidence)
         return True
     groups: Dict[str, List[int]] = {}
     for r, h in enumerate(hashes):
         groups.setdefault(h, []).append(r)
-    ctx.check("weights-identical", "weights identical across ranks", "observed-fail",
+    ctx.check("weights-identical", "weights identical across ranks", Evidence.FAIL,
               "ranks ended with %d different weights: %s" % (len(groups), "; ".join(
                   "ranks %s: %s" % (",".join(map(str, rs)), h[:16]) for h, rs in groups.items())),
               evidence=evidence, hint="gradients were not averaged the same way on every rank; see msrun_logs/")

@@ -42,6 +42,7 @@ from typing import Any, Dict, List, Optional  # noqa: E402
 from workbench.atomic import read_json, write_json  # noqa: E402
 from workbench.childproc import die_with_parent, signal_name  # noqa: E402
 from workbench.childproc import pid_running as alive  # noqa: E402
+from workbench.jobconfig import load_job_config  # noqa: E402
 from workbench.protocol import EventReader, EventWriter, read_all  # noqa: E402
 
 RANKS_DIR = "ranks"  # rank<k>.json (pids, how it ended), scheduler.json, failed.json
@@ -147,7 +148,7 @@ def run_rank(job_dir: Path) -> int:
         sys.stderr.write("msrun_rank: RANK_ID is not set; msrun sets it when --node_rank is given\n")
         return 2
     rank = int(os.environ["RANK_ID"])
-    cfg = read_json(job_dir / "config.json")
+    cfg = load_job_config(job_dir)
     record_path = job_dir / RANKS_DIR / ("rank%d.json" % rank)
     record_path.parent.mkdir(exist_ok=True)
     t0 = time.time()
@@ -156,7 +157,7 @@ def run_rank(job_dir: Path) -> int:
                               "pid": child.pid, "launcher_pid": os.getpid(), "started": t0,
                               "returncode": None, "signal": None, "ended": None}
     write_json(record_path, record)
-    if cfg["train"]["parallel"].get("crash_rank") == rank:
+    if cfg.train.parallel.crash_rank == rank:
         threading.Thread(target=crash_after_steps, args=(job_dir, rank, child, CRASH_AFTER_STEPS),
                          name="crash-hook", daemon=True).start()
     rc = child.wait()

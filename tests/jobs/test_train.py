@@ -108,6 +108,9 @@ def straight(jobs):
 def test_events_metrics_and_sample_weighted_loss(straight):
     started = events(straight, "started")[0]
     assert started["device"]["resolved"] == "CPU" and started["mode"] == "graph"
+    # The runner decided `auto` before the job started; the job's config says what runs and what was asked.
+    device = read_json(straight / "config.json")["device"]
+    assert device["target"] == started["device"]["target"] == "CPU" and device["requested"] == "auto" and device["why"]
     assert started["precision"] == "fp32" and re.match(r"\d+\.\d+", started["mindspore"]["version"])
     eff = check(straight, "effective-config")
     assert eff["status"] == "observed-pass"
