@@ -18,6 +18,7 @@ import numpy as np
 from jobs.align_compare import compare_sides, matched_settings, verdict
 from jobs.align_inputs import INIT_NAME, make_inputs, path_label, weights_source
 from jobs.align_side import EXIT_BLOCKED, SIDE_BLOCKED, SIDE_OK, SIDES, side_paths
+from jobs.msdevice import device_mismatches
 from workbench.atomic import read_json, write_bytes
 from workbench.compare import MATCH_RULE, NONFINITE_RULE, REL_RULE
 from workbench.jobkit import JobContext, JobFailed, run
@@ -123,13 +124,10 @@ def _run_side(ctx: JobContext, side: str, path: Dict[str, Any]) -> Dict[str, Any
 
 
 def _effective_mismatch(record: Dict[str, Any]) -> List[str]:
-    """Where MindSpore's read-back differs from the requested target, id or mode."""
-    req, eff = record.get("requested") or {}, record.get("effective") or {}
-    wrong = []
-    for want, got in (("target", "target"), ("id", "device_id"), ("mode", "mode")):
-        if str(req.get(want)) != str(eff.get(got)):
-            wrong.append("%s: asked %s, MindSpore reports %s" % (want, req.get(want), eff.get(got)))
-    return wrong
+    """Where MindSpore's read-back in a side differs from its path's target, id or mode (msdevice's one rule)."""
+    req = record.get("requested") or {}
+    return device_mismatches({"target": req.get("target"), "device_id": req.get("id"), "mode": req.get("mode")},
+                             record.get("effective") or {})
 
 
 def _computed_dtypes(record: Dict[str, Any]) -> Dict[str, str]:

@@ -130,13 +130,16 @@ def effective_device() -> Dict[str, Any]:
     return out
 
 
+def device_mismatches(requested: Dict[str, Any], observed: Dict[str, Any]) -> List[str]:
+    """The rule of "runs where asked": where MindSpore's read-back differs from the request (target, device_id, mode)."""
+    return ["%s: asked %s, MindSpore reports %s" % (key, requested.get(key), observed.get(key))
+            for key in ("target", "device_id", "mode") if str(observed.get(key)) != str(requested.get(key))]
+
+
 def effective_config_check(ctx: JobContext, requested: Dict[str, Any]) -> Dict[str, Any]:
     """Emit the `effective config` check comparing the request with MindSpore's read-back."""
     observed = effective_device()
-    mismatches: List[str] = []
-    for key in ("target", "device_id", "mode"):
-        if str(observed.get(key)) != str(requested.get(key)):
-            mismatches.append("%s: asked %s, MindSpore reports %s" % (key, requested.get(key), observed.get(key)))
+    mismatches = device_mismatches(requested, observed)
     role = ms_role_warning()
     evidence = {"requested": requested, "observed": observed, "ms_role": os.environ.get("MS_ROLE")}
     if mismatches:

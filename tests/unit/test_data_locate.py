@@ -109,3 +109,25 @@ def test_not_found_lists_every_place_tried(nowhere):
     for place in expected:
         assert str(place) in message
     assert "holds none of the four files" in message and "does not exist" in message
+
+
+
+def imported_modules(path: Path) -> set:
+    """Every module a source file imports, function-local imports included."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_official_does_not_import_locate():
+    # One way: locate reads official's file list; loading (locate + read) lives in workbench.data.loader.
+    import workbench.data.official as official
+
+    assert not imported_modules(Path(official.__file__)) & {"workbench.data.locate", "workbench.data.loader",
+                                                            "workbench.data"}

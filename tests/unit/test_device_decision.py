@@ -55,3 +55,12 @@ def test_the_job_files_carry_the_decision(tmp_path):
     want = {"target": decided["resolved"], "id": 0, "requested": "auto", "why": decided["why"]}
     assert config_json["device"] == config_yaml["device"] == want
     assert job["device"] == dict(want, resolved=decided["resolved"])
+
+
+def test_one_rule_says_where_mindspore_does_not_run_as_asked():
+    from jobs.msdevice import device_mismatches
+
+    asked = {"target": "Ascend", "device_id": 0, "mode": "graph"}
+    assert device_mismatches(asked, {"target": "Ascend", "device_id": 0, "mode": "graph"}) == []
+    assert device_mismatches(asked, {"target": "CPU", "device_id": 0, "mode": "graph"}) == [
+        "target: asked Ascend, MindSpore reports CPU"]
