@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-import numpy as np
-
 from workbench.jobkit import JobContext
+from workbench.metrics import median
 from workbench.protocol import Evidence
 
 from jobs.profiling import ProfiledWindow
@@ -89,8 +88,7 @@ class ProfilePlan:
         self.window.close("the epoch ended before %d steps" % self.wanted)
         adjacent = log.adjacent_steady(self.wanted)
         self.window.emit_artifacts()
-        summary = self.window.summary(log.stats().get("median_ms"), float(np.median(adjacent)) if adjacent else None,
-                                      len(adjacent))
+        summary = self.window.summary(log.stats().get("median_ms"), median(adjacent), len(adjacent))
         self.summary = summary
         status, detail = verdict(summary)
         self.ctx.check(CHECK_ID, CHECK_TITLE, status, detail, evidence={k: summary.get(k) for k in EVIDENCE_KEYS},
