@@ -102,12 +102,22 @@ def _job_ref(key: str) -> Field:
     return _f(None, str, nullable=True, check=functools.partial(check_job_ref, key), expects=job_ref_expected(key))
 
 
+def _recorded_decision() -> Dict[str, Field]:
+    """Keys the runner writes beside a decided target; a job's config.yaml fed back with --config still loads."""
+    return {
+        "requested": _f(None, str, nullable=True, choices=TARGETS,
+                        doc="written by the runner: the target asked for before `auto` was decided; not read"),
+        "why": _f(None, str, nullable=True, doc="written by the runner: why the target was chosen; not read"),
+    }
+
+
 def _path(target: str, mode: str, precision: str) -> Dict[str, Field]:
     return {
         "target": _f(target, str, choices=TARGETS),
         "id": _f(0, int, min=0),
         "mode": _f(mode, str, choices=("graph", "pynative")),
         "precision": _f(precision, str, choices=PRECISIONS),
+        **_recorded_decision(),
     }
 
 
@@ -118,6 +128,7 @@ SCHEMA: Dict[str, Any] = {
     "device": {
         "target": _f("auto", str, choices=TARGETS),
         "id": _f(0, int, min=0),
+        **_recorded_decision(),
     },
     "data": {
         "dir": _f(None, str, nullable=True, check=_existing_dir, expects="an existing folder"),

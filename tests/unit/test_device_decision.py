@@ -64,3 +64,15 @@ def test_one_rule_says_where_mindspore_does_not_run_as_asked():
     assert device_mismatches(asked, {"target": "Ascend", "device_id": 0, "mode": "graph"}) == []
     assert device_mismatches(asked, {"target": "CPU", "device_id": 0, "mode": "graph"}) == [
         "target: asked Ascend, MindSpore reports CPU"]
+
+
+def test_a_jobs_effective_config_loads_again_as_a_config_file(tmp_path):
+    """The resume command feeds a job's config.yaml back with --config: the runner's recorded keys must load."""
+    from workbench import config
+    from workbench.runner import effective_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(config.dump(effective_config(config.load(user_file=False))))
+    again = config.load(str(path), user_file=False)
+    assert again["device"]["requested"] == "auto" and again["device"]["target"] in ("CPU", "GPU", "Ascend")
+    assert again["align"]["candidate"]["why"]
