@@ -31,7 +31,7 @@ def test_the_effective_config_has_no_auto_left_and_the_callers_config_is_untouch
     cfg = defaults()
     cfg["align"]["candidate"]["target"] = "auto"
     out = effective_config(cfg)
-    assert cfg["device"] == {"target": "auto", "id": 0}  # the caller's layers stay as they were
+    assert cfg["device"] == {"target": "auto", "id": 0, "requested": None, "why": None}  # the caller's layers stay as they were
     for section in (out["device"], out["align"]["reference"], out["align"]["candidate"]):
         assert section["target"] != "auto" and section["why"]
     assert out["device"]["requested"] == "auto" and out["align"]["candidate"]["requested"] == "auto"
