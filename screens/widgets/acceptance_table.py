@@ -29,15 +29,22 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
     table = Table(box=None, expand=True, pad_edge=False, show_edge=False, header_style="bold")
     table.add_column("layer", width=9, no_wrap=True)
     table.add_column("verdict", width=8, no_wrap=True)
-    table.add_column("on", width=7, no_wrap=True)
+    table.add_column("on", width=11, no_wrap=True, overflow="ellipsis")
     table.add_column("deciding evidence", ratio=1, no_wrap=True, overflow="ellipsis")
     for layer in acc.get("layers") or []:
         table.add_row(str(layer.get("layer")), badge(str(layer.get("verdict"))),
                       ",".join(layer.get("observed_on") or []) or "-", _deciding(layer))
+    asked = "asked %s" % target.get("requested") if target.get("requested") else "no job has resolved a device yet"
     title = Text.assemble(("Acceptance ", "bold"), badge(str(acc.get("overall"))),
-                          ("  target %s (%s)" % (target.get("device"), target.get("requested")), "dim"))
+                          ("  target %s (%s)" % (target.get("device"), asked), "dim"))
     lines: List[Any] = [title, table]
-    missing = [(lay["layer"], m) for lay in acc.get("layers") or [] for m in lay.get("missing") or []]
+    missing, seen = [], set()
+    for lay in acc.get("layers") or []:
+        for need in lay.get("missing") or []:
+            how = (need.get("key") or need.get("command"), need.get("command"))
+            if how not in seen:  # one line per key: `s` on the Training screen produces several checks
+                seen.add(how)
+                missing.append((lay["layer"], need))
     for layer, need in missing[:MISSING_SHOWN]:
         how = need.get("key") or need.get("command")
         text = Text.assemble(("  next (%s) " % layer, "dim"), (str(how), "bold cyan"),
