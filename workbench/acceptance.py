@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Dict, List, Optional, Tuple
 
+from workbench.acceptance_effect import effect_row
 from workbench.acceptance_how import how_to_produce
 from workbench.protocol import Evidence
 from workbench.record import JobRecord, SessionModel
@@ -253,8 +254,10 @@ def _model_name(rec: JobRecord) -> str:
     return str(name or "mlp")
 
 
-def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: Dict[str, Any]) -> None:
-    """Best-epoch val macro-F1, frozen-test macro-F1 (first evaluation), and the test set used once."""
+def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: Dict[str, Any],
+               compare_cfg: Optional[Dict[str, Any]] = None) -> None:
+    """Best-epoch val macro-F1, frozen-test macro-F1 (first evaluation), the test set used once, and (when
+    required) the cross-device effect consistency."""
     train = best_train(model)
     evals = model.test_evaluations(train.jid) if train is not None else []
     name = _model_name(train) if train is not None else "mlp"
@@ -279,6 +282,8 @@ def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: D
                     "first test evaluation of %s (epoch %s)" % (first.get("from"), first.get("best_epoch")))
         elif check == "test-evaluations":
             judge_test_once(judge, model, train, evals)
+        elif check == "effect-consistency":
+            judge.add(effect_row(model, judge.target, compare_cfg), "train")
         else:
             judge_job_check(judge, model, check, cfg)
 
@@ -333,15 +338,18 @@ def judge_throughput(judge: LayerJudge, model: SessionModel, minimum: float) -> 
 
 
 # -- the whole verdict -----------------------------------------------------------------------------------
-def evaluate(model: SessionModel, cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """The acceptance of a session: per layer verdict, summary, deciding checks, missing evidence."""
+def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The acceptance of a session: per layer verdict, summary, deciding checks, missing evidence.
+
+    `compare_cfg` (the `compare` section) holds the effect-consistency tolerances, used when `task_checks`
+    names effect-consistency."""
     target = session_target(model)
     dev = target["device"]
     train = best_train(model) or model.newest("train", started=True)
     train_jid = train.jid if train is not None else None
 
     task = LayerJudge("task", dev, train_jid)
-    judge_task(task, model, list(cfg.get("task_checks") or []), cfg)
+    judge_task(task, model, list(cfg.get("task_checks") or []), cfg, compare_cfg)
 
     framework = LayerJudge("framework", dev, train_jid)
     for spec in cfg.get("framework_checks") or []:

@@ -39,6 +39,8 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
                "p on the Environment screen"),
     "npu-smi": ("npu-smi on the board", "ms-workbench run env --set device.target={target}",
                 "r on the Environment screen"),
+    "effect-consistency": ("a training run on another device with the same config, for the cross-device "
+                           "comparison", "ms-workbench run train --set device.target=CPU", "s on the Training screen"),
     "overfit-batch": ("the overfit-one-batch check", "ms-workbench run train (overfit-batch phase)", ""),
     "resume-exact": ("the resume-verification check", "ms-workbench run train (resume-exact phase)", ""),
     "precision-run": ("a training run in the candidate precision against its fp32 twin",

@@ -232,7 +232,8 @@ SCHEMA: Dict[str, Any] = {
                                       "newest train run on the target; 0 = not required"),
         "task_checks": _f(["val-macro-f1", "test-macro-f1", "test-evaluations"], list, item_types=(str,),
                           doc="task layer: val-/test-macro-f1 are judged against the minimums above; "
-                              "test-evaluations fails when the test set was evaluated more than once"),
+                              "test-evaluations fails when the test set was evaluated more than once; "
+                              "effect-consistency (optional) compares a run on the target with one on another device"),
         "framework_checks": _f(["data:data.shapes", "train:finite-loss", "align:graph-vs-pynative",
                                 "align:fp32-vs-candidate", "export:ckpt-reload", "export:mindir-load",
                                 "export:mindir-b*", "overfit-batch", "resume-exact", "precision-run"], list,

@@ -180,3 +180,25 @@ def _env(tmp_path):
 def _accept(root: Path, args):
     return subprocess.run([sys.executable, "-m", "workbench", "--sessions", str(root), "accept"] + args,
                           cwd=str(ROOT), capture_output=True, text=True, env=_env(root))
+
+
+def test_effect_consistency_when_required_compares_the_runs_of_two_devices(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    variants.clone_job(session, "train-001", "train-002")
+    variants.retarget(session, "Ascend", jobs=("train-002",))
+    test = variants.clone_job(session, "test-001", "test-002")
+    variants.edit_events(test, lambda ev: ev["summary"].update({"from": "train-002"}) if ev["type"] == "result" else None)
+    cfg = variants.lenient(task_checks=["effect-consistency"])
+    tolerances = defaults().get("compare")  # helper compare's section; optional input
+    row = _row(_layer(evaluate(fold_session(session), cfg, tolerances), "task"), "effect-consistency")
+    try:
+        import workbench.runcompare  # noqa: F401
+    except ImportError:
+        assert row["level"] == Evidence.NOT_RUN and "runcompare is not in this version" in row["detail"]
+        return
+    if tolerances is None:
+        assert row["level"] == Evidence.NOT_RUN and "no `compare` tolerances" in row["detail"]
+        return
+    # the same weights' numbers on both sides: the same effect, observed on the target
+    assert row["level"] == Evidence.PASS, row["detail"]
+    assert row["device"] == "Ascend" and "train-001 vs train-002" in row["detail"]

@@ -16,8 +16,10 @@ USAGE_ERROR = 2
 
 
 def acceptance_config(config_file: Optional[str] = None, sets: Any = ()) -> Dict[str, Any]:
-    """The effective `acceptance` section: defaults < user file < --config < --set (ConfigError if invalid)."""
-    return load(config_file, sets or [])["acceptance"]
+    """The effective config's `acceptance` and `compare` (None when absent) sections: defaults < user file <
+    --config < --set (ConfigError if invalid)."""
+    cfg = load(config_file, sets or [])
+    return {"acceptance": cfg["acceptance"], "compare": cfg.get("compare")}
 
 
 def render(acc: Dict[str, Any]) -> str:
@@ -55,7 +57,7 @@ def cmd_accept(args) -> int:
     except ConfigError as exc:
         print("config error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
-    acc = evaluate(fold_session(session_dir), cfg)
+    acc = evaluate(fold_session(session_dir), cfg["acceptance"], cfg["compare"])
     if args.json:
         sys.stdout.write(json.dumps(acc, indent=2, sort_keys=False, default=str) + "\n")
     else:

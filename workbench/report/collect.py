@@ -193,8 +193,9 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
         "jobs": jobs,
     }
     report["not_verified"] = not_verified(report, jobs)
+    cfg = load()  # the same computation as `ms-workbench accept`
     report["acceptance"] = evaluate(fold_session(session_dir), acceptance if acceptance is not None
-                                    else load()["acceptance"])  # the same computation as `ms-workbench accept`
+                                    else cfg["acceptance"], cfg.get("compare"))
     return report
 
 
