@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from screens.widgets.evidence import badge
 
-MISSING_SHOWN = 4  # lines of "what to run next"; the rest is counted
+MISSING_SHOWN = 2  # lines of "what to run next" (the jobs table keeps its rows at 120x36); the rest is counted
 
 
 def _deciding(layer: Dict[str, Any]) -> str:
@@ -37,7 +37,6 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
     asked = "asked %s" % target.get("requested") if target.get("requested") else "no job has resolved a device yet"
     title = Text.assemble(("Acceptance ", "bold"), badge(str(acc.get("overall"))),
                           ("  target %s (%s)" % (target.get("device"), asked), "dim"))
-    lines: List[Any] = [title, table]
     missing, seen = [], set()
     for lay in acc.get("layers") or []:
         for need in lay.get("missing") or []:
@@ -45,14 +44,15 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
             if how not in seen:  # one line per key: `s` on the Training screen produces several checks
                 seen.add(how)
                 missing.append((lay["layer"], need))
+    if len(missing) > MISSING_SHOWN:
+        title.append("  · %d more to run: ms-workbench accept" % (len(missing) - MISSING_SHOWN), style="dim")
+    lines: List[Any] = [title, table]
     for layer, need in missing[:MISSING_SHOWN]:
         how = need.get("key") or need.get("command")
         text = Text.assemble(("  next (%s) " % layer, "dim"), (str(how), "bold cyan"),
                              ("  %s" % need.get("command") if need.get("key") else "", "dim"))
         text.no_wrap, text.overflow = True, "ellipsis"
         lines.append(text)
-    if len(missing) > MISSING_SHOWN:
-        lines.append(Text("  … %d more: ms-workbench accept" % (len(missing) - MISSING_SHOWN), style="dim"))
     return Group(*lines)
 
 
