@@ -241,12 +241,15 @@ def judge_alignment(judge: LayerJudge, model: SessionModel, pair: str, cfg: Dict
 
 
 # -- the task layer --------------------------------------------------------------------------------------
+ENDED_BADLY = ("failed", "crashed", "timed-out", "stalled", "cancelled")
+
+
 def best_train(model: SessionModel) -> Optional[JobRecord]:
-    """The newest train run with a validated best epoch (the run the task layer judges)."""
-    for rec in reversed(model.of_kind("train")):
-        if rec.best_epoch is not None:
-            return rec
-    return None
+    """The run the task layer judges: the newest train run with a validated best epoch that did not end badly,
+    else the newest with one (its rows then say how it ended)."""
+    scored = [r for r in model.of_kind("train") if r.best_epoch is not None]
+    good = [r for r in scored if r.state not in ENDED_BADLY]
+    return (good or scored or [None])[-1]
 
 
 def _model_name(rec: JobRecord) -> str:
@@ -270,6 +273,12 @@ def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: D
             _metric(judge, train.jid, check, (best.get("val") or {}).get("macro_f1"),
                     cfg.get("min_val_macro_f1_" + name), train.device.get("resolved"),
                     "best epoch %s of %s (%s)" % (best.get("epoch"), train.jid, name))
+            if train.state in ENDED_BADLY:  # a checkpoint of a run that did not finish is no accepted result
+                row = judge.deciding[-1]
+                row["detail"] = "%s %s: %s" % (train.jid, train.label or train.state, row["detail"])
+                if row["level"] == Evidence.PASS:
+                    row["level"] = judge.levels[-1] = Evidence.NOT_RUN
+                    judge.want(check, "train")
         elif check == "test-macro-f1":
             if not evals:
                 judge.add(_row(None, check, Evidence.NOT_RUN, None,
@@ -372,7 +381,8 @@ def _device_layer(model: SessionModel, cfg: Dict[str, Any], dev: str, train_jid:
         out = judge.layer_dict()
         judge.want("device-setting", "env")
         out.update(verdict=Evidence.NOT_RUN, summary=CPU_DEVICE_SUMMARY, observed_on=[], missing=[
-            dict(m, what="a device claim needs a run on the device: " + m["what"]) for m in judge.missing])
+            dict(m, what="a device claim needs a run on the device: " + m["what"], key="on the board: " + m["key"])
+            for m in judge.missing])
         for m in out["missing"]:
             m["command"] = m["command"].replace("device.target=CPU", "device.target=Ascend")
         return out

@@ -202,3 +202,17 @@ def test_effect_consistency_when_required_compares_the_runs_of_two_devices(tmp_p
     # the same weights' numbers on both sides: the same effect, observed on the target
     assert row["level"] == Evidence.PASS, row["detail"]
     assert row["device"] == "Ascend" and "train-001 vs train-002" in row["detail"]
+
+
+def test_a_cancelled_training_run_does_not_pass_the_task_layer(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    exit_path = session / "jobs" / "train-001" / "exit.json"
+    exit_record = json.loads(exit_path.read_text())
+    exit_record.update(cancelled=True)
+    exit_path.write_text(json.dumps(exit_record))
+    variants.edit_events(session / "jobs" / "train-001",
+                         lambda ev: ev.update(status="cancelled") if ev["type"] == "finished" else None)
+    task = _layer(_judge(session), "task")
+    row = _row(task, "val-macro-f1")
+    assert row["level"] == Evidence.NOT_RUN and row["detail"].startswith("train-001 cancelled")
+    assert task["verdict"] == Evidence.NOT_RUN
