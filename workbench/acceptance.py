@@ -270,7 +270,7 @@ def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: D
                 judge.add(_row(None, check, Evidence.NOT_RUN, None, detail="no training run has validated an epoch"))
                 continue
             best = train.best_epoch or {}
-            _metric(judge, train.jid, check, (best.get("val") or {}).get("macro_f1"),
+            _metric(judge, train.jid, check, (best.get("val") if isinstance(best.get("val"), dict) else {}).get("macro_f1"),
                     cfg.get("min_val_macro_f1_" + name), train.device.get("resolved"),
                     "best epoch %s of %s (%s)" % (best.get("epoch"), train.jid, name))
             if train.state in ENDED_BADLY:  # a checkpoint of a run that did not finish is no accepted result
