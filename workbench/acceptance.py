@@ -270,7 +270,8 @@ def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: D
                 judge.add(_row(None, check, Evidence.NOT_RUN, None, detail="no training run has validated an epoch"))
                 continue
             best = train.best_epoch or {}
-            _metric(judge, train.jid, check, (best.get("val") if isinstance(best.get("val"), dict) else {}).get("macro_f1"),
+            val = best.get("val") if isinstance(best.get("val"), dict) else {}
+            _metric(judge, train.jid, check, val.get("macro_f1"),
                     cfg.get("min_val_macro_f1_" + name), train.device.get("resolved"),
                     "best epoch %s of %s (%s)" % (best.get("epoch"), train.jid, name))
             if train.state in ENDED_BADLY:  # a checkpoint of a run that did not finish is no accepted result
@@ -281,8 +282,8 @@ def judge_task(judge: LayerJudge, model: SessionModel, checks: List[str], cfg: D
                     judge.want(check, "train")
         elif check == "test-macro-f1":
             if not evals:
-                judge.add(_row(None, check, Evidence.NOT_RUN, None,
-                               detail="the test set has not been evaluated for %s" % (train.jid if train else "any run")))
+                judge.add(_row(None, check, Evidence.NOT_RUN, None, detail="the test set has not been evaluated "
+                               "for %s" % (train.jid if train else "any run")))
                 continue
             first = evals[0]  # the frozen result is the first one; later ones are flagged below
             test_rec = model.records.get(first["jid"])

@@ -8,8 +8,8 @@ from typing import Dict, Optional, Tuple
 _HOW: Dict[str, Tuple[str, str, str]] = {
     "val-macro-f1": ("a training run with a validated best epoch", "ms-workbench run train",
                      "s on the Training screen"),
-    "test-macro-f1": ("the frozen-test evaluation of the best checkpoint", "ms-workbench run test --set test.from={train}",
-                      "t on the Training screen"),
+    "test-macro-f1": ("the frozen-test evaluation of the best checkpoint",
+                      "ms-workbench run test --set test.from={train}", "t on the Training screen"),
     "test-evaluations": ("the frozen-test evaluation of the best checkpoint",
                          "ms-workbench run test --set test.from={train}", "t on the Training screen"),
     "data.": ("the data job's contract checks", "ms-workbench run data", "r on the Data screen"),

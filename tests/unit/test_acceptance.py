@@ -187,7 +187,7 @@ def test_effect_consistency_when_required_compares_the_runs_of_two_devices(tmp_p
     variants.clone_job(session, "train-001", "train-002")
     variants.retarget(session, "Ascend", jobs=("train-002",))
     test = variants.clone_job(session, "test-001", "test-002")
-    variants.edit_events(test, lambda ev: ev["summary"].update({"from": "train-002"}) if ev["type"] == "result" else None)
+    variants.edit_events(test, lambda ev: ev["type"] == "result" and ev["summary"].update({"from": "train-002"}))
     cfg = variants.lenient(task_checks=["effect-consistency"])
     tolerances = defaults().get("compare")  # helper compare's section; optional input
     row = _row(_layer(evaluate(fold_session(session), cfg, tolerances), "task"), "effect-consistency")
