@@ -13,6 +13,9 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Log, Static
 
 from screens.base import WorkbenchScreen
+from screens.widgets.acceptance_table import AcceptanceTable
+from workbench.acceptance import evaluate
+from workbench.config import defaults
 from workbench.views.session import SessionView
 
 STDERR_TAIL_BYTES = 4096
@@ -63,6 +66,7 @@ class SessionScreen(WorkbenchScreen):
         self._export_target: Optional[Path] = None  # the record folder the running export writes
 
     def compose_body(self) -> ComposeResult:
+        yield AcceptanceTable(id="acceptance")  # the screen opens with the verdict, computed as `accept` does
         table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         table.add_columns("job", "status", "duration", "device", "events")
         yield table
@@ -94,6 +98,17 @@ class SessionScreen(WorkbenchScreen):
         if self.selected is None and view.rows:
             self.selected = view.ordered()[-1].jid
         self._show_selected(view)
+        self._show_acceptance()
+
+    def _show_acceptance(self) -> None:
+        """Judge the session again only when a job's record changed since the last time."""
+        model = self.app.tracker.model
+        key = tuple((jid, rec.version, rec.state) for jid, rec in sorted(model.records.items()))
+        if key == getattr(self, "_acceptance_key", None):
+            return
+        self._acceptance_key = key
+        cfg = self.app.cfg.get("acceptance") or defaults()["acceptance"]
+        self.query_one("#acceptance", AcceptanceTable).show(evaluate(model, cfg) if model.records else None)
 
     def _show_selected(self, view: SessionView) -> None:
         row = view.rows.get(self.selected or "")

@@ -1,4 +1,4 @@
-"""The command line: `ms-workbench run|watch|sessions|export|attach|serve|data`, or the TUI.
+"""The command line: `ms-workbench run|watch|sessions|export|accept|attach|serve|data`, or the TUI.
 
 The entry point is the one part of `workbench` that may reach the UI side: it starts the app
 (`screens.app`), asks `screens.screenshots` for the record's pictures, and draws rich bars
@@ -372,6 +372,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for the export (default sessions/<sid>/export)")
     p.add_argument("--no-screenshots", action="store_true", help="skip the headless screen renderings")
     p.set_defaults(func=cmd_export)
+
+    from workbench.cli.accept import add_parser as add_accept
+
+    add_accept(sub, [common, cfg])
 
     p = sub.add_parser("attach", parents=[common, cfg], help="open the workbench on a session")
     p.add_argument("sid")

@@ -14,12 +14,15 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from workbench import __version__
+from workbench.acceptance import evaluate
+from workbench.config import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.record import JobRecord
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
+from workbench.session_fold import fold_session
 
 FORMAT = "ms-workbench.report/1"
 FORMULA = "|cand − ref| ≤ atol + rtol·|ref|"
@@ -159,7 +162,8 @@ def _mark_superseded(artifacts: List[Dict[str, Any]]) -> None:
 
 
 def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
-            scrub: Optional[Scrubber] = None, now: Optional[float] = None) -> Dict[str, Any]:
+            scrub: Optional[Scrubber] = None, now: Optional[float] = None,
+            acceptance: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The whole record of a session as one JSON-ready dict (see the section keys below)."""
     session_dir = store.session_dir(sid)
     files = files or SessionFiles.snapshot(session_dir)
@@ -189,6 +193,9 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
         "jobs": jobs,
     }
     report["not_verified"] = not_verified(report, jobs)
+    cfg = load()  # the same computation as `ms-workbench accept`
+    report["acceptance"] = evaluate(fold_session(session_dir), acceptance if acceptance is not None
+                                    else cfg["acceptance"], cfg.get("compare"))
     return report
 
 

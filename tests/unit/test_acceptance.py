@@ -1,0 +1,218 @@
+"""The acceptance rules on the session recorded from the real jobs and on edited copies of it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.sessions import variants
+from workbench.acceptance import CPU_DEVICE_SUMMARY, evaluate
+from workbench.config import defaults
+from workbench.protocol import Evidence
+from workbench.report.collect import collect
+from workbench.session import SessionStore
+from workbench.session_fold import fold_session
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _judge(session: Path, cfg=None):
+    return evaluate(fold_session(session), cfg if cfg is not None else variants.lenient())
+
+
+def _layer(acc, name):
+    return next(lay for lay in acc["layers"] if lay["layer"] == name)
+
+
+def _row(layer, check):
+    return next(r for r in layer["deciding"] if r["check"] == check)
+
+
+def test_the_shape_is_the_documented_one(tmp_path):
+    acc = _judge(variants.copy_real(tmp_path))
+    assert acc["format"] == "ms-workbench.acceptance/1"
+    assert set(acc["target"]) == {"device", "requested", "why"}
+    assert [lay["layer"] for lay in acc["layers"]] == ["task", "framework", "device"]
+    for lay in acc["layers"]:
+        assert set(lay) == {"layer", "verdict", "summary", "observed_on", "deciding", "missing"}
+        assert lay["verdict"] in Evidence.ALL
+        for row in lay["deciding"]:
+            assert set(row) == {"job", "check", "level", "device", "value", "threshold", "detail"}
+        for need in lay["missing"]:
+            assert set(need) == {"what", "command", "key"}
+    assert acc["thresholds"] == variants.lenient()
+    assert acc["overall"] in Evidence.ALL
+    json.dumps(acc, allow_nan=False)
+
+
+def test_all_checks_pass_on_cpu_but_the_device_layer_is_never_passed(tmp_path):
+    acc = _judge(variants.all_pass_on_cpu(tmp_path))
+    assert acc["target"]["device"] == "CPU"
+    task, framework, device = acc["layers"]
+    assert task["verdict"] == Evidence.PASS, task["summary"]
+    assert framework["verdict"] == Evidence.PASS, framework["summary"]
+    assert task["observed_on"] == framework["observed_on"] == ["CPU"]
+    assert device["verdict"] == Evidence.NOT_RUN
+    assert device["summary"] == CPU_DEVICE_SUMMARY
+    assert device["deciding"] == []
+    assert "device.target=Ascend" in device["missing"][0]["command"]
+    assert acc["overall"] == Evidence.PASS  # the device layer of a CPU target is not required
+
+
+def test_cpu_evidence_does_not_pass_the_device_layer_of_an_ascend_target(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    variants.retarget(session, "Ascend", jobs=("train-001",))  # env stays on CPU: its probes passed on CPU
+    acc = _judge(session)
+    assert acc["target"]["device"] == "Ascend"
+    device = _layer(acc, "device")
+    assert device["verdict"] != Evidence.PASS
+    probe = _row(device, "probe-add-fp32")
+    assert probe["level"] == Evidence.PASS and probe["device"] == "CPU"
+    assert "observed on CPU, target Ascend: does not count" in probe["detail"]
+    # the task and framework layers ran on CPU too: they do not pass for an Ascend target either
+    assert _layer(acc, "task")["verdict"] == Evidence.NOT_RUN
+    assert acc["overall"] != Evidence.PASS
+
+
+def test_a_blocked_ascend_probe_makes_the_device_layer_blocked(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    variants.retarget(session, "Ascend")
+    variants.block_probes(session, "Ascend")
+    acc = _judge(session)
+    device = _layer(acc, "device")
+    assert device["verdict"] == Evidence.BLOCKED
+    assert "probe-add-fp32" in device["summary"]
+    assert _row(device, "probe-add-fp32")["device"] == "Ascend"
+    assert any("device.target=Ascend" in m["command"] and "probe-" in m["what"] for m in device["missing"])
+    assert acc["overall"] == Evidence.BLOCKED
+
+
+def test_a_test_set_evaluated_twice_fails_the_task_layer(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    variants.evaluate_test_again(session)
+    acc = _judge(session)
+    task = _layer(acc, "task")
+    assert task["verdict"] == Evidence.FAIL
+    row = _row(task, "test-evaluations")
+    assert row["level"] == Evidence.FAIL and row["value"] == 2 and row["threshold"] == "<= 1"
+    assert "test-001, test-002" in row["detail"]
+    assert _row(task, "test-macro-f1")["job"] == "test-001"  # the first result stays the reported one
+
+
+def test_a_threshold_miss_fails_the_layer_and_names_the_number(tmp_path):
+    acc = _judge(variants.all_pass_on_cpu(tmp_path), variants.lenient(min_test_macro_f1_mlp=0.5))
+    task = _layer(acc, "task")
+    assert task["verdict"] == Evidence.FAIL
+    assert "test-macro-f1 0.3747 (needs >= 0.50)" in task["summary"]
+    row = _row(task, "test-macro-f1")
+    assert row["value"] == pytest.approx(0.37471130744788034) and row["threshold"] == ">= 0.50"
+    assert _row(task, "val-macro-f1")["level"] == Evidence.PASS
+
+
+def test_the_default_thresholds_fail_the_tiny_recorded_run(tmp_path):
+    acc = _judge(variants.copy_real(tmp_path), defaults()["acceptance"])
+    assert "val-macro-f1 0.3728 (needs >= 0.80)" in _layer(acc, "task")["summary"]
+
+
+def test_a_session_without_the_test_evaluation_is_task_not_run_naming_the_command(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    shutil.rmtree(str(session / "jobs" / "test-001"))
+    task = _layer(_judge(session), "task")
+    assert task["verdict"] == Evidence.NOT_RUN
+    assert "test-macro-f1" in task["summary"]
+    assert task["missing"] == [{"what": "the frozen-test evaluation of the best checkpoint (test-macro-f1, "
+                                        "test-evaluations)",
+                                "command": "ms-workbench run test --set test.from=train-001",
+                                "key": "t on the Training screen"}]
+
+
+def test_missing_course_checks_keep_the_framework_layer_from_passing(tmp_path):
+    framework = _layer(_judge(variants.copy_real(tmp_path)), "framework")
+    assert framework["verdict"] == Evidence.NOT_RUN
+    for check in variants.COURSE_CHECKS + ("align:fp32-vs-candidate",):
+        assert _row(framework, check)["level"] == Evidence.NOT_RUN
+        assert any(check in m["what"] for m in framework["missing"])
+
+
+def test_an_export_reload_beyond_its_batch_tolerance_fails(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    acc = _judge(session, variants.lenient(export_max_abs_diff_by_batch={64: 1e-7}))
+    framework = _layer(acc, "framework")
+    assert framework["verdict"] == Evidence.FAIL
+    row = _row(framework, "mindir-b64")
+    assert row["level"] == Evidence.FAIL and row["threshold"] == "<= 1e-07"
+    assert _row(framework, "mindir-b1")["level"] == Evidence.PASS  # batch 1 keeps the general 1e-5
+
+
+def test_accept_json_equals_the_reports_acceptance(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    report = collect(SessionStore(tmp_path), session.name, acceptance=defaults()["acceptance"])
+    out = subprocess.run([sys.executable, "-m", "workbench", "--sessions", str(tmp_path), "accept", "--json"],
+                         cwd=str(ROOT), capture_output=True, text=True, env=_env(tmp_path))
+    assert out.returncode == 1, out.stderr  # the default minimums fail this tiny run
+    assert json.loads(out.stdout) == json.loads(json.dumps(report["acceptance"]))
+
+
+def test_accept_exit_codes(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    sets = ["--set", "acceptance.min_val_macro_f1_mlp=0.35", "--set", "acceptance.min_test_macro_f1_mlp=0.35"]
+    run = _accept(tmp_path, [session.name] + sets)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "device     not-run        not-run: target CPU, no device claim" in run.stdout
+    assert _accept(tmp_path, [session.name]).returncode == 1
+    assert _accept(tmp_path, ["20990101-000000-beef"]).returncode == 2
+    bad = _accept(tmp_path, ["--set", "acceptance.min_val_macro_f1_mlp=2"])
+    assert bad.returncode == 2 and "acceptance.min_val_macro_f1_mlp" in bad.stderr
+    assert _accept(tmp_path / "empty", []).returncode == 2
+
+
+def _env(tmp_path):
+    import os
+
+    return dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path))  # no user config file changes the defaults
+
+
+def _accept(root: Path, args):
+    return subprocess.run([sys.executable, "-m", "workbench", "--sessions", str(root), "accept"] + args,
+                          cwd=str(ROOT), capture_output=True, text=True, env=_env(root))
+
+
+def test_effect_consistency_when_required_compares_the_runs_of_two_devices(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    variants.clone_job(session, "train-001", "train-002")
+    variants.retarget(session, "Ascend", jobs=("train-002",))
+    test = variants.clone_job(session, "test-001", "test-002")
+    variants.edit_events(test, lambda ev: ev["type"] == "result" and ev["summary"].update({"from": "train-002"}))
+    cfg = variants.lenient(task_checks=["effect-consistency"])
+    tolerances = defaults().get("compare")  # helper compare's section; optional input
+    row = _row(_layer(evaluate(fold_session(session), cfg, tolerances), "task"), "effect-consistency")
+    try:
+        import workbench.runcompare  # noqa: F401
+    except ImportError:
+        assert row["level"] == Evidence.NOT_RUN and "runcompare is not in this version" in row["detail"]
+        return
+    if tolerances is None:
+        assert row["level"] == Evidence.NOT_RUN and "no `compare` tolerances" in row["detail"]
+        return
+    # the same weights' numbers on both sides: the same effect, observed on the target
+    assert row["level"] == Evidence.PASS, row["detail"]
+    assert row["device"] == "Ascend" and "train-001 vs train-002" in row["detail"]
+
+
+def test_a_cancelled_training_run_does_not_pass_the_task_layer(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    exit_path = session / "jobs" / "train-001" / "exit.json"
+    exit_record = json.loads(exit_path.read_text())
+    exit_record.update(cancelled=True)
+    exit_path.write_text(json.dumps(exit_record))
+    variants.edit_events(session / "jobs" / "train-001",
+                         lambda ev: ev.update(status="cancelled") if ev["type"] == "finished" else None)
+    task = _layer(_judge(session), "task")
+    row = _row(task, "val-macro-f1")
+    assert row["level"] == Evidence.NOT_RUN and row["detail"].startswith("train-001 cancelled")
+    assert task["verdict"] == Evidence.NOT_RUN
