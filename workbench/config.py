@@ -241,11 +241,14 @@ SCHEMA: Dict[str, Any] = {
                               "test-evaluations fails when the test set was evaluated more than once; "
                               "effect-consistency (optional) compares a run on the target with one on another device"),
         "framework_checks": _f(["data:data.shapes", "train:finite-loss", "align:graph-vs-pynative",
-                                "align:fp32-vs-candidate", "export:ckpt-reload", "export:mindir-load",
+                                "export:ckpt-reload", "export:mindir-load",
                                 "export:mindir-b*", "overfit-batch", "resume-exact", "precision-run"], list,
                                item_types=(str,), doc="framework layer: [job kind:]check id, * = every match "
-                               "(mindir-b* = each export.batch_sizes); align:graph-vs-pynative and "
-                               "align:fp32-vs-candidate are the align jobs comparing those paths"),
+                               "(mindir-b* = each export.batch_sizes); align:graph-vs-pynative is the fp32 "
+                               "alignment on a fixed batch. The course's order: fp32 alignment first, then a "
+                               "candidate precision is judged by a training run against its fp32 twin "
+                               "(precision-run); add align:fp32-vs-candidate to also require its per-tensor "
+                               "alignment at the candidate dtype's tolerances"),
         "device_checks": _f(["env:device-setting", "env:probe-*", "env:npu-smi", "train:effective-config",
                              "train:device-activity", "train:profile"], list, item_types=(str,),
                             doc="device layer (judged only when the target is a device, never CPU): "

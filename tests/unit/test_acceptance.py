@@ -134,7 +134,7 @@ def test_a_session_without_the_test_evaluation_is_task_not_run_naming_the_comman
 def test_missing_course_checks_keep_the_framework_layer_from_passing(tmp_path):
     framework = _layer(_judge(variants.copy_real(tmp_path)), "framework")
     assert framework["verdict"] == Evidence.NOT_RUN
-    for check in variants.COURSE_CHECKS + ("align:fp32-vs-candidate",):
+    for check in variants.COURSE_CHECKS:
         assert _row(framework, check)["level"] == Evidence.NOT_RUN
         assert any(check in m["what"] for m in framework["missing"])
 
