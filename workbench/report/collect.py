@@ -17,6 +17,8 @@ from workbench import __version__
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.record import JobRecord
+from workbench.parallel import PARITY_CAVEAT
+from workbench.report.limitations import limitations
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
@@ -189,6 +191,7 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
         "jobs": jobs,
     }
     report["not_verified"] = not_verified(report, jobs)
+    report["limitations"] = limitations(report)
     return report
 
 
@@ -288,6 +291,7 @@ def training_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
             "samples": summary.get("samples") or summary.get("n"),
             "evaluations_of_model": summary.get("test_evaluations"),
             "per_class": summary.get("per_class"), "confusion": summary.get("confusion"),
+            "zero_division": summary.get("zero_division"),
         }))
     return {"runs": runs, "tests": tests, "test_evaluations": len(tests),
             "test_evaluations_ok": sum(1 for t in tests if t["state"] == "ok")}
@@ -299,9 +303,21 @@ def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if int(par.get("workers") or 1) <= 1:
         return None
     checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
+    batch = (j["config"].get("train") or {}).get("batch_size")
+    workers = int(par.get("workers") or 1)
+    ranks = []
+    for perf in j["perf"]:
+        if perf.get("rank") is not None and perf.get("epoch") is None:
+            steady = perf.get("steady") or {}
+            ranks.append({"rank": perf["rank"], "images_per_s": steady.get("images_per_s"),
+                          "median_ms": steady.get("median_ms"), "p95_ms": steady.get("p95_ms")})
     return {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
             "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
-            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN}
+            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN,
+            "rank_throughput": sorted(ranks, key=lambda r: r["rank"]),
+            "batch_per_rank": batch, "effective_batch": workers * batch if isinstance(batch, int) else None,
+            "effective_batch_rule": "workers × train.batch_size (each rank takes batch_size images per step)",
+            "parity_caveat": PARITY_CAVEAT}
 
 
 def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
@@ -336,7 +352,13 @@ def performance_rows(jobs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                 "device_memory_measures": (perf.get("device_memory_note") or perf.get("device_memory_measures")
                                            or DEVICE_MEM_MEANS),
                 "rules": {k: v for k, v in steady.items() if k.endswith("_rule")},
+                "epoch": perf.get("epoch"), "repeats": perf.get("repeats") or steady.get("repeats"),
+                "host_load": perf.get("host_load"),
             })
+    for row in rows:  # a run's spread across its epochs, for the summary (one run: not run-to-run variation)
+        if row["epoch"] is None:
+            row["epoch_medians_ms"] = [r["median_ms"] for r in rows if r["jid"] == row["jid"] and r["rank"] == row["rank"]
+                                       and r["epoch"] is not None and isinstance(r["median_ms"], (int, float))]
     return rows
 
 
