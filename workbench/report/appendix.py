@@ -91,11 +91,10 @@ def timing_md(perf_rows: Sequence[Dict[str, Any]], jobs: Sequence[Dict[str, Any]
             [(p["jid"], p["epoch"], p["steady_n"], h.ms(p["median_ms"]), h.ms(p["p95_ms"]), h.rate(p["images_per_s"]),
               epoch_measures(p, epochs.get((p["jid"], p["epoch"])) or {}, firsts[(p["jid"], p.get("rank"))] == p["epoch"]))
              for p in per_epoch])
-    body += ["## Every performance measurement", ""] + table(
-        ["job", "scope", "compile s", "warm-up", "steady", "median", "P95", "images/s", "batch", "host RSS", "device MB"],
-        [(p["jid"], p["scope"], h.seconds(p["first_step_s"]), p["warmup_steps"], p["steady_n"], h.ms(p["median_ms"]),
-          h.ms(p["p95_ms"]), h.rate(p["images_per_s"]), p["batch_size"], h.mebibytes(p["peak_host_rss_mb"]),
-          num(p["peak_device_mb"])) for p in perf_rows])
+    body += ["## Peak memory per measurement", ""] + table(
+        ["job", "scope", "peak host RSS", "peak device MB", "host figure measures", "device figure measures"],
+        [(p["jid"], p["scope"], h.mebibytes(p["peak_host_rss_mb"]), num(p["peak_device_mb"]), p["host_rss_measures"],
+          p["device_memory_measures"]) for p in perf_rows])
     return _doc("Timing", "Step times are measured at the sync boundary each row's job names (report.md, Performance).",
                 body)
 

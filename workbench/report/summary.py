@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
+from workbench.protocol import Evidence
 from workbench.report import humanize as h
 from workbench.report.tables import table
 
@@ -124,9 +125,12 @@ def blocked_lines(report: Dict[str, Any]) -> List[str]:
             rows.append("- %s (%s layer): `%s`" % (m.get("what"), layer.get("layer"), how) if m.get("command")
                         else "- %s (%s layer): %s" % (m.get("what"), layer.get("layer"), how))
     for c in report["checks"]["not_passed"]:
-        if c.get("status") == "blocked" and c.get("hint"):
+        if c.get("status") == Evidence.BLOCKED and c.get("hint"):
             rows.append("- %s blocked (%s): %s" % (c.get("id"), c.get("jid"), str(c["hint"])[:200]))
+    for c in report["checks"]["not_passed"]:
+        if c.get("status") == Evidence.FAIL:
+            rows.append("- %s failed (%s): %s" % (c.get("id"), c.get("jid"), str(c.get("reason") or "")[:160]))
     for j in report["jobs_not_ok"]:
-        rows.append("- %s %s: see section 9 and its stderr.log." % (j["jid"], j["label"]))
+        rows.append("- %s %s: see section 10 and its stderr.log." % (j["jid"], j["label"]))
     return rows[:12] + ([] if len(rows) <= 12 else ["- … %d more in appendix/checks.md" % (len(rows) - 12)]) or [
-        "Nothing is blocked."]
+        "Nothing is blocked and no check failed."]
