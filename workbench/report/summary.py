@@ -10,8 +10,9 @@ from workbench.report.tables import table
 
 LOSS_RULE = ("train loss is the sample-weighted mean over the epoch's batches (a short last batch counts by its "
              "images, not as a whole batch)")
-ZERO_RULE = ("macro-F1 is the unweighted mean of the 10 per-class F1 scores; a class never predicted has precision 0, "
-             "a class absent has recall 0, F1 is 0 when precision + recall is 0, and absent classes still count")
+MACRO_F1 = "macro-F1 is the unweighted mean of the per-class F1 scores"
+ZERO_RULE = ("precision is 0 for a class never predicted, recall is 0 for a class absent, F1 is 0 when "
+             "precision + recall is 0, and absent classes still count in the mean")
 NO_ACCEPTANCE = ("No acceptance verdict in this record (this version of the workbench computed none): the tables "
                  "below are evidence, not a verdict.")
 
@@ -78,7 +79,8 @@ def metrics_lines(training: Dict[str, Any]) -> List[str]:
                      h.ratio(t.get("accuracy")), h.ratio(t.get("macro_f1")), "-", h.count(t.get("samples"))))
     lines = table(["measured on", "accuracy", "macro-F1", "train loss", "images"], rows)
     zero = next((t["zero_division"] for t in tests if t.get("zero_division")), None)
-    lines += ["Definitions: %s%s. The %s." % (ZERO_RULE, (" (as recorded: %s)" % zero) if zero else "", LOSS_RULE), ""]
+    lines += ["Definitions: %s. Zero-division rule%s: %s. The %s." % (
+        MACRO_F1, " (as the test job recorded it)" if zero else "", zero or ZERO_RULE, LOSS_RULE), ""]
     if runs and not tests:
         lines += ["The test set was not evaluated: these are validation numbers only.", ""]
     return lines
