@@ -13,8 +13,15 @@ LOSS_RULE = ("train loss is the sample-weighted mean over the epoch's batches (a
 MACRO_F1 = "macro-F1 is the unweighted mean of the per-class F1 scores"
 ZERO_RULE = ("precision is 0 for a class never predicted, recall is 0 for a class absent, F1 is 0 when "
              "precision + recall is 0, and absent classes still count in the mean")
+SUMMARY_CHARS = 140
+ACCEPTANCE_CELL_CHARS = 600  # the deciding evidence is the point of the table: never cut to the usual cell width
 NO_ACCEPTANCE = ("No acceptance verdict in this record (this version of the workbench computed none): the tables "
                  "below are evidence, not a verdict.")
+
+
+def _clip(text: Any, n: int) -> str:
+    text = str(text or "").strip()
+    return text if len(text) <= n else text[:n - 1].rstrip() + "…"
 
 
 def _value(d: Dict[str, Any]) -> str:
@@ -31,13 +38,14 @@ def _value(d: Dict[str, Any]) -> str:
 def deciding_text(layer: Dict[str, Any], limit: int = 3) -> str:
     """The deciding checks of a layer in words: 'task.val_macro_f1 observed-pass 0.867 (threshold 0.85) on CPU'."""
     parts = []
-    for d in (layer.get("deciding") or [])[:limit]:
+    deciding = sorted(layer.get("deciding") or [], key=lambda d: d.get("level") == Evidence.PASS)  # failures first
+    for d in deciding[:limit]:
         parts.append("%s %s%s%s" % (d.get("check"), d.get("level"), _value(d),
                                     (" on %s" % d["device"]) if d.get("device") else ""))
     more = len(layer.get("deciding") or []) - limit
     if more > 0:
         parts.append("%d more in appendix/acceptance.md" % more)
-    return "; ".join(parts) or (layer.get("summary") or "-")
+    return "; ".join(parts)
 
 
 def acceptance_lines(acc: Optional[Dict[str, Any]]) -> List[str]:
@@ -49,8 +57,8 @@ def acceptance_lines(acc: Optional[Dict[str, Any]]) -> List[str]:
                                                            target.get("why") or "reason not recorded"), ""]
     lines += table(["layer", "verdict", "observed on", "deciding evidence"],
                    [(l.get("layer"), "**%s**" % l.get("verdict"), ", ".join(l.get("observed_on") or []) or "-",
-                     "%s%s" % ((l.get("summary") + ". ") if l.get("summary") else "", deciding_text(l)))
-                    for l in acc.get("layers") or []])
+                     ". ".join(p for p in (_clip(l.get("summary"), SUMMARY_CHARS), deciding_text(l)) if p) or "-")
+                    for l in acc.get("layers") or []], max_chars=ACCEPTANCE_CELL_CHARS)
     lines += ["Overall: **%s**. A layer passes only when every required check is an observed pass on the target; "
               "CPU evidence never passes the device layer." % acc.get("overall"), ""]
     return lines

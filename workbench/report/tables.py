@@ -29,8 +29,8 @@ def num(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell."""
+def cell(value: Any, max_chars: int = MAX_CELL_CHARS) -> str:
+    """Text safe inside a Markdown table cell, cut to `max_chars`."""
     if isinstance(value, (dict, list)):
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     elif isinstance(value, float):
@@ -38,14 +38,14 @@ def cell(value: Any) -> str:
     else:
         text = "-" if value is None or value == "" else str(value)
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS - 1] + "…"
+    return text if len(text) <= max_chars else text[:max_chars - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> List[str]:
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], max_chars: int = MAX_CELL_CHARS) -> List[str]:
     """A Markdown table (header, separator, rows), followed by a blank line."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+        lines.append("| " + " | ".join(cell(v, max_chars) for v in row) + " |")
     return lines + [""]
 
 
