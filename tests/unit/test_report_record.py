@@ -142,3 +142,13 @@ def test_a_parallel_run_lists_every_rank_the_effective_batch_and_the_caveat(tmp_
     assert par["effective_batch"] == 64 and par["parity_caveat"] == PARITY_CAVEAT
     text = markdown.render(report)
     assert "effective batch **64**" in text and "| 1 | 6 800 images/s |" in text and PARITY_CAVEAT in text
+
+
+def test_the_effective_config_shows_the_resolved_device_and_why():
+    decided = {"target": "CPU", "id": 0, "requested": "auto", "why": "auto: no /dev/davinci*, no npu-smi"}
+    # The runner's decision in config.json alone, or in job.json alone: either way the record says both.
+    assert markdown.device_text(markdown.effective_device({}, decided)) == \
+        "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"
+    job = {"requested": "auto", "resolved": "CPU", "id": 0, "why": "auto: no /dev/davinci*, no npu-smi"}
+    assert markdown.device_text(markdown.effective_device(job, {"target": "auto", "id": 0})) == \
+        "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"

@@ -8,9 +8,8 @@ from workbench.report import appendix as ax
 from workbench.protocol import Evidence
 from workbench.report import humanize as h
 from workbench.report import summary
-from workbench.report.tables import cell, in_words, num, table
+from workbench.report.tables import cell, num, table
 
-__all__ = ["render", "num", "cell", "table"]
 MAX_SUMMARY_ROWS = 30
 ASCEND_SENTENCE = "No job ran to completion on an Ascend device"  # said once, by the limitations' "No NPU"
 
@@ -33,6 +32,18 @@ def device_text(dev: Dict[str, Any]) -> str:
     asked = dev.get("requested")
     text = "%s → %s" % (asked, resolved) if asked and asked != dev.get("resolved") else resolved
     return text + ((" (%s)" % dev["why"]) if dev.get("why") else "")
+
+
+def effective_device(job_device: Dict[str, Any], config_device: Any) -> Dict[str, Any]:
+    """The device as decided: job.json's record, completed by the effective config's `device` (requested, why)."""
+    dev = dict(job_device or {})
+    cfg = config_device if isinstance(config_device, dict) else {}
+    if cfg.get("requested") and cfg.get("target"):  # a config decided by the runner: target is what runs
+        dev.setdefault("resolved", cfg["target"])
+    for key in ("requested", "why", "id"):
+        if dev.get(key) is None and cfg.get(key) is not None:
+            dev[key] = cfg[key]
+    return dev
 
 
 def status_line(rec: Dict[str, Any]) -> str:
@@ -224,7 +235,7 @@ class ReportWriter:
         self.add("### %s" % jid, "", status_line(run), "")
         self.add("Effective config: device %s; model %s (hidden %s); %s epochs, batch %s, %s lr %s, %s, %s mode, "
                  "seed %s; data %s. Every key: [appendix/config.md](%s)." % (
-                     device_text(run.get("device") or {}), model.get("name"), model.get("hidden"), tr.get("epochs"),
+                     device_text(effective_device(run.get("device") or {}, cfg.get("device"))), model.get("name"), model.get("hidden"), tr.get("epochs"),
                      tr.get("batch_size"), tr.get("optimizer"), tr.get("lr"), tr.get("precision"), tr.get("mode"),
                      tr.get("seed"), data.get("source"), ax.CONFIG), "")
         for key, title in (("loss", "training loss"), ("step_time", "time per step")):
@@ -404,5 +415,3 @@ def render(report: Dict[str, Any]) -> str:
     """report.md for a collected record."""
     return ReportWriter(report).render()
 
-
-__all__ += ["flatten", "status_line", "in_words"]
