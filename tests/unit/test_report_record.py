@@ -152,3 +152,28 @@ def test_the_effective_config_shows_the_resolved_device_and_why():
     job = {"requested": "auto", "resolved": "CPU", "id": 0, "why": "auto: no /dev/davinci*, no npu-smi"}
     assert markdown.device_text(markdown.effective_device(job, {"target": "auto", "id": 0})) == \
         "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"
+
+
+def test_reproduce_outside_git_hashes_the_source_tree_and_a_missing_interpreter_is_explained(tmp_path):
+    from workbench.report import reproduce
+
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "models.py").write_text("def build_net(): pass\n")
+    rev = reproduce.code_revision(tmp_path)
+    assert rev["git"] is None and rev["git_unavailable"] and rev["source_files_hashed"] == 1
+    assert len(rev["source_tree_sha256"]) == 64
+    (tmp_path / "jobs" / "models.py").write_text("def build_net(): return 1\n")
+    assert reproduce.code_revision(tmp_path)["source_tree_sha256"] != rev["source_tree_sha256"]
+    assert reproduce.model_code(tmp_path) == {"jobs/models.py": b"def build_net(): return 1\n"}
+    gone = reproduce.interpreter_packages(str(tmp_path / "no-python"))
+    assert gone["lock"] is None and "FileNotFoundError" in gone["error"]
+    assert "# Not listed: FileNotFoundError" in reproduce.lock_text(gone, "sid")
+
+
+def test_rerun_commands_name_the_module_not_a_worktree_path():
+    from workbench.report.reproduce import rerun_commands
+
+    (cmd,) = rerun_commands([{"jid": "train-001", "kind": "train",
+                              "command": ["/somewhere/workbench/__main__.py", "run", "train", "--set", "a=b c"]}])
+    assert cmd["as_run"] == "python -m workbench run train --set 'a=b c'"
+    assert cmd["again"] == "python -m workbench run train --config jobs/train-001/config.yaml --session NEW_SID"

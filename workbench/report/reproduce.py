@@ -115,7 +115,7 @@ def job_interpreter(jobs: List[Dict[str, Any]]) -> str:
     for j in reversed(jobs):
         python = (j.get("started") or {}).get("python") or j.get("python")
         if isinstance(python, str) and python:
-            return python.split(" ")[0] if not os.path.exists(python) else python
+            return python  # asked as recorded: when it is gone, the lock file says so
     return sys.executable
 
 

@@ -71,8 +71,8 @@ def files_lines(report: Dict[str, Any], files: Dict[str, Any]) -> List[str]:
              "- `%s.tar.gz`: the session folder with this export in `export/`." % report["session"]["id"]]
     masked = files.get("masked") or []
     if masked:
-        lines.append("- Masked copies: secrets were masked in the record's copy of %d file(s), which therefore "
-                     "verify only where the archive is unpacked (the session folder keeps the originals): %s."
+        lines.append("- Masked copies: secrets were masked in the archive's copy of %d file(s), so `session.sha256` "
+                     "verifies them only in the unpacked archive (the session folder keeps the originals): %s."
                      % (len(masked), ", ".join("`%s`" % m for m in masked)))
     shots = files.get("screenshots") or {}
     if shots.get("error"):
