@@ -1,9 +1,11 @@
 """report.md for a person: numbers with units, the acceptance screen, one best epoch, limitations, parallel runs."""
 
 import copy
+import json
 
 from tests.unit.test_report_collect import _ev, _job
 from workbench.parallel import PARITY_CAVEAT
+from workbench.protocol import encode
 from workbench.report import humanize as h
 from workbench.report import markdown
 from workbench.report.collect import collect
@@ -177,3 +179,24 @@ def test_rerun_commands_name_the_module_not_a_worktree_path():
                               "command": ["/somewhere/workbench/__main__.py", "run", "train", "--set", "a=b c"]}])
     assert cmd["as_run"] == "python -m workbench run train --set 'a=b c'"
     assert cmd["again"] == "python -m workbench run train --config jobs/train-001/config.yaml --session NEW_SID"
+
+
+def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
+    store, sid = _session(tmp_path)
+    events = (store.root / sid / "jobs" / "train-001" / "events.jsonl").read_text().splitlines()
+    per_repeat = [{"median_ms": m, "images_per_s": 64000.0 / m, "steps": 50, "loadavg_1_5_15": [load, 1.0, 1.0]}
+                  for m, load in ((4.0, 1.2), (5.0, 2.5), (4.5, 1.9))]
+    check = _ev(len(events) - 1, "check", id="perf-repeats", title="timing repeats", status="observed-pass",
+                detail="3 repeats", evidence={"repeats": 3, "median_ms": 4.5, "min_ms": 4.0, "max_ms": 5.0,
+                                              "spread_pct": 22.2, "per_repeat": per_repeat})
+    finished = json.loads(events.pop())
+    finished["seq"] += 1  # the check takes the finished event's place, which moves one on
+    events += [encode(check).rstrip("\n"), encode(finished).rstrip("\n")]
+    (store.root / sid / "jobs" / "train-001" / "events.jsonl").write_text("\n".join(events) + "\n")
+    report = collect(store, sid)
+    assert report["jobs"][0]["seq_problems"] == [] and report["jobs"][0]["missing_seq"] == []
+    throughput = markdown.render(report).split("## Throughput")[1].split("## Blocked")[0]
+    assert "timed 3 times after training: median step 4.5 ms, 12 800 images/s to 16 000 images/s (spread 22 %)" \
+        in throughput
+    assert "host load 1-min load average 1.20 to 2.50" in throughput
+    assert not any("Timings come from one run" in s for s in report["limitations"]["not_verified"])

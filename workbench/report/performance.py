@@ -44,6 +44,25 @@ def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
     return Counter(sizes).most_common(1)[0][0] if sizes else None
 
 
+REPEATS_CHECK = "perf-repeats"  # the train job's timing repeats (perf.repeats), one check with every repeat
+
+
+def _add_repeats(row: Dict[str, Any], checks: List[Dict[str, Any]]) -> None:
+    """The run-to-run spread of a run row, from the job's timing-repeats check when it passed."""
+    found = [c for c in checks if c.get("id") == REPEATS_CHECK and c.get("status") == Evidence.PASS]
+    ev = found[-1].get("evidence") if found else None
+    if not isinstance(ev, dict) or not isinstance(ev.get("per_repeat"), list):
+        return
+    row["repeats"] = [r for r in ev["per_repeat"] if isinstance(r, dict)]
+    row["repeat_summary"] = {k: ev.get(k) for k in ("median_ms", "min_ms", "max_ms", "iqr_ms", "spread_pct",
+                                                     "images_per_s_median", "steps_per_repeat")}
+    loads = [r["loadavg_1_5_15"][0] for r in row["repeats"]
+             if isinstance(r.get("loadavg_1_5_15"), list) and r["loadavg_1_5_15"]
+             and isinstance(r["loadavg_1_5_15"][0], (int, float))]
+    if loads and not row.get("host_load"):
+        row["host_load"] = "1-min load average %.2f to %.2f at the repeats' starts" % (min(loads), max(loads))
+
+
 def performance_rows(jobs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """One row per perf event: compile time, steady median/P95, images/s, batch, warm-up, sync, memory."""
     rows = []
@@ -67,9 +86,10 @@ def performance_rows(jobs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                 "device_memory_measures": (perf.get("device_memory_note") or perf.get("device_memory_measures")
                                            or DEVICE_MEM_MEANS),
                 "rules": {k: v for k, v in steady.items() if k.endswith("_rule")},
-                "epoch": perf.get("epoch"), "repeats": perf.get("repeats") or steady.get("repeats"),
-                "host_load": perf.get("host_load"),
+                "epoch": perf.get("epoch"), "repeats": None, "host_load": perf.get("host_load"),
             })
+            if perf.get("epoch") is None and perf.get("rank") in (None, 0):
+                _add_repeats(rows[-1], j["checks"])
     for row in rows:  # a run's spread across its epochs, for the summary (one run: not run-to-run variation)
         if row["epoch"] is None:
             row["epoch_medians_ms"] = [r["median_ms"] for r in rows if r["jid"] == row["jid"] and r["rank"] == row["rank"]

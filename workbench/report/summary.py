@@ -96,10 +96,13 @@ def metrics_lines(training: Dict[str, Any]) -> List[str]:
 
 def _spread(p: Dict[str, Any]) -> str:
     reps = p.get("repeats") or []
+    total = p.get("repeat_summary") or {}
     if reps:
-        vals = [r.get("images_per_s") for r in reps if isinstance(r, dict) and r.get("images_per_s") is not None]
+        vals = [r.get("images_per_s") for r in reps if isinstance(r.get("images_per_s"), (int, float))]
         if vals:
-            return "%d repeats, %s to %s" % (len(vals), h.rate(min(vals)), h.rate(max(vals)))
+            return "timed %d times after training: median step %s, %s to %s (spread %s)" % (
+                len(reps), h.ms(total.get("median_ms")), h.rate(min(vals)), h.rate(max(vals)),
+                h.percent((total.get("spread_pct") or 0) / 100.0, 0) if total.get("spread_pct") is not None else "-")
     epochs = p.get("epoch_medians_ms") or []
     if len(epochs) > 1:
         return "per-epoch medians %s to %s (one run; run-to-run variation not measured)" % (
