@@ -200,3 +200,21 @@ def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
         in throughput
     assert "host load 1-min load average 1.20 to 2.50" in throughput
     assert not any("Timings come from one run" in s for s in report["limitations"]["not_verified"])
+
+
+def test_the_recorded_parallel_run_lists_both_ranks(tmp_path):
+    """The events of a real 2-rank run (tests/fixtures/events/train_parallel.jsonl) in a session."""
+    from pathlib import Path
+
+    store = SessionStore(tmp_path)
+    sid = store.create()
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "events" / "train_parallel.jsonl"
+    job = _job(store, sid, "train-001", [fixture.read_bytes()])
+    (job / "config.json").write_text('{"train": {"batch_size": 32, "parallel": {"workers": 2}}}')
+    report = collect(store, sid)
+    par = report["training"]["runs"][0]["parallel"]
+    assert [r["rank"] for r in par["rank_throughput"]] == [0, 1] and par["effective_batch"] == 64
+    text = markdown.render(report)
+    assert "| 0 | 1 569 images/s |" in text and "| 1 | 1 655 images/s |" in text
+    throughput = text.split("## Throughput")[1].split("## Blocked")[0]
+    assert "train-001 rank 0" in throughput and "train-001 rank 1" in throughput

@@ -142,9 +142,9 @@ def reproduce_record(report: Dict[str, Any]) -> Dict[str, Any]:
     """The reproduce section of report.json (the lock file's text is written beside it, not held here)."""
     jobs = report["jobs"]
     packages = interpreter_packages(job_interpreter(jobs))
-    env = {}
-    for e in report["environment"]:
-        env.update(e.get("env") or {})
+    env: Dict[str, Any] = {}
+    for j in jobs:  # every job's allow-listed (and masked) variables; a later job's value wins
+        env.update(j.get("env") or {})
     return {"revision": code_revision(), "host": host_facts(),
             "interpreter": {k: packages[k] for k in ("python", "version", "packages", "error")},
             "_lock": lock_text(packages, report["session"]["id"]),

@@ -51,10 +51,11 @@ def reproduce_lines(rep: Optional[Dict[str, Any]], files: Dict[str, Any]) -> Lis
              ""]
     env = rep.get("environment") or {}
     if env:
-        lines += ["Allow-listed environment of the jobs (secrets masked):", ""]
+        lines += ["Allow-listed environment of the jobs (as the runner passed it, secrets masked):", ""]
         lines += table(["variable", "value"], sorted(env.items()))
-    lines += ["Commands, as each job ran (`%s` holds them, and a line per job that runs it again from its recorded "
-              "effective config in a new session):" % COMMANDS, "", "```sh"]
+    lines += ["Commands, as each job ran (`%s` holds them, and for each job one that runs it again from its recorded "
+              "effective config: run them in this order in one new session, so job references such as "
+              "`data.from=data-001` name the same jobs):" % COMMANDS, "", "```sh"]
     lines += ["%s" % c["as_run"] for c in rep.get("commands") or []] + ["```", ""]
     return lines
 
