@@ -298,3 +298,25 @@ def test_screenshots_that_fail_cost_the_record_its_pictures_only(tmp_path):
     shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
     assert shots["files"] == [] and shots["error"].startswith("OSError: cannot draw into ")
     assert (out / "report.md").is_file() and (out / ("%s.tar.gz" % SID)).is_file()
+
+
+def test_a_full_disk_while_sealing_leaves_the_previous_record_whole(tmp_path, monkeypatch):
+    """Manifest and archive are written in the staging folder: failing there never swaps in a partial record."""
+    import errno
+
+    import workbench.report.export as export_mod
+
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    store = SessionStore(root)
+    first = export_session(store, SID, None)
+    before = _hashes(first)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(export_mod, "write_archive", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        export_session(store, SID, None)
+    assert _hashes(first) == before and _sha256sum("manifest.sha256", first).returncode == 0
+    assert not [p for p in (root / SID).iterdir() if p.name.startswith(".export-")]
