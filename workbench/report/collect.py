@@ -378,10 +378,10 @@ def not_verified(report: Dict[str, Any], jobs: List[Dict[str, Any]]) -> List[str
             "%s/%s (%s)" % (a["jid"], a.get("path"), a["on_disk"]) for a in missing[:10]))
     counts = report["checks"]["counts"]
     if counts.get(Evidence.FAIL):
-        out.append("%d check(s) observed a failure (listed above)." % counts[Evidence.FAIL])
+        out.append("%d check(s) observed a failure (listed under 'Checks that did not pass')." % counts[Evidence.FAIL])
     if counts.get(Evidence.BLOCKED) or counts.get(Evidence.NOT_RUN):
-        out.append("%d check(s) blocked and %d not run (listed above with their reasons)." % (
-            counts.get(Evidence.BLOCKED, 0), counts.get(Evidence.NOT_RUN, 0)))
+        out.append("%d check(s) blocked and %d not run (listed with their reasons under 'Checks that did not "
+                   "pass')." % (counts.get(Evidence.BLOCKED, 0), counts.get(Evidence.NOT_RUN, 0)))
     gaps = [j["jid"] for j in jobs if j["seq_problems"] or j["damaged_count"]]
     if gaps:
         out.append("Event files with gaps or damaged lines: %s." % ", ".join(gaps))
