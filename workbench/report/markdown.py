@@ -235,7 +235,8 @@ class ReportWriter:
         self.add("### %s" % jid, "", status_line(run), "")
         self.add("Effective config: device %s; model %s (hidden %s); %s epochs, batch %s, %s lr %s, %s, %s mode, "
                  "seed %s; data %s. Every key: [appendix/config.md](%s)." % (
-                     device_text(effective_device(run.get("device") or {}, cfg.get("device"))), model.get("name"), model.get("hidden"), tr.get("epochs"),
+                     device_text(effective_device(run.get("device") or {}, cfg.get("device"))), model.get("name"),
+                     model.get("hidden"), tr.get("epochs"),
                      tr.get("batch_size"), tr.get("optimizer"), tr.get("lr"), tr.get("precision"), tr.get("mode"),
                      tr.get("seed"), data.get("source"), ax.CONFIG), "")
         for key, title in (("loss", "training loss"), ("step_time", "time per step")):
