@@ -4,26 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from workbench.report import appendix as ax
 from workbench.protocol import Evidence
+from workbench.report import appendix as ax
 from workbench.report import humanize as h
 from workbench.report import summary
 from workbench.report.tables import cell, num, table
 
-MAX_SUMMARY_ROWS = 30
 ASCEND_SENTENCE = "No job ran to completion on an Ascend device"  # said once, by the limitations' "No NPU"
-
-
-def flatten(obj: Any, prefix: str = "") -> List[tuple]:
-    """Dotted key/value pairs of a nested summary (lists of plain values stay one value)."""
-    if isinstance(obj, dict):
-        out: List[tuple] = []
-        for key, value in obj.items():
-            out += flatten(value, "%s.%s" % (prefix, key) if prefix else str(key))
-        return out or [(prefix or "(empty)", "{}")]
-    if isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj):
-        return [(prefix, "(%d items, in report.json)" % len(obj))]
-    return [(prefix or "value", obj)]
 
 
 def device_text(dev: Dict[str, Any]) -> str:
@@ -73,17 +60,6 @@ def artifacts_block(artifacts: List[Dict[str, Any]]) -> List[str]:
     return table(["artifact", "kind", "size", "sha256 (first 16)", "file on disk"],
                  [(a.get("path"), a.get("kind"), h.size(a.get("bytes")), str(a.get("sha256") or "-")[:16], a.get("on_disk"))
                   for a in latest])
-
-
-def summary_block(summary_obj: Any) -> List[str]:
-    """A job's result summary as key/value rows (nested lists are left to report.json)."""
-    if summary_obj is None:
-        return []
-    pairs = flatten(summary_obj)
-    lines = table(["key", "value"], [(k, num(v) if isinstance(v, float) else v) for k, v in pairs[:MAX_SUMMARY_ROWS]])
-    if len(pairs) > MAX_SUMMARY_ROWS:
-        lines.insert(-1, "| … | %d more keys in report.json |" % (len(pairs) - MAX_SUMMARY_ROWS))
-    return lines
 
 
 def recompile_text(r: Any) -> str:
