@@ -218,3 +218,13 @@ def test_the_recorded_parallel_run_lists_both_ranks(tmp_path):
     assert "| 0 | 1 569 images/s |" in text and "| 1 | 1 655 images/s |" in text
     throughput = text.split("## Throughput")[1].split("## Blocked")[0]
     assert "train-001 rank 0" in throughput and "train-001 rank 1" in throughput
+
+
+def test_the_stack_line_says_what_the_environment_job_found():
+    summary = {"python": {"version": "3.9.18", "implementation": "CPython", "machine": "aarch64", "venv": False},
+               "packages": {"mindspore": {"version": "2.4.10"}, "mindspore_lite": None},
+               "cann": {"found": True, "version": "8.0.RC3"}, "driver": {"found": False}, "firmware": "odd"}
+    (line, _) = markdown.stack_lines(summary)
+    assert line == ("Stack: Python 3.9.18 (CPython, aarch64); mindspore 2.4.10, mindspore_lite not installed; "
+                    "CANN 8.0.RC3; driver not found; firmware -.")
+    assert markdown.stack_lines("not a dict") == []

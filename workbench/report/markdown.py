@@ -62,6 +62,28 @@ def artifacts_block(artifacts: List[Dict[str, Any]]) -> List[str]:
                   for a in latest])
 
 
+def _version(part: Any) -> str:
+    if not isinstance(part, dict):
+        return "-"
+    if part.get("found") is False:
+        return "not found"
+    return str(part.get("version") or "found, version unknown")
+
+
+def stack_lines(summary_obj: Any) -> List[str]:
+    """The stack an environment job found, in one sentence: Python, packages, CANN, driver, firmware."""
+    if not isinstance(summary_obj, dict):
+        return []
+    py = summary_obj.get("python") if isinstance(summary_obj.get("python"), dict) else {}
+    pkgs = summary_obj.get("packages") if isinstance(summary_obj.get("packages"), dict) else {}
+    names = ", ".join("%s %s" % (name, (p.get("version") if isinstance(p, dict) else p) or "not installed")
+                      for name, p in pkgs.items())
+    return ["Stack: Python %s (%s, %s%s); %s; CANN %s; driver %s; firmware %s." % (
+        py.get("version") or "-", py.get("implementation") or "-", py.get("machine") or "-",
+        ", venv" if py.get("venv") else "", names or "no packages listed", _version(summary_obj.get("cann")),
+        _version(summary_obj.get("driver")), _version(summary_obj.get("firmware"))), ""]
+
+
 def recompile_text(r: Any) -> str:
     """'step 844 (batch 48) recompiled in 0.25 s' from a perf event's recompile entry."""
     if not isinstance(r, dict):
@@ -163,6 +185,7 @@ class ReportWriter:
             self.add("No environment job in this session.", "")
         for e in self.r["environment"]:
             self.add("### %s" % e["jid"], "", status_line(e), "", "Python: `%s`" % (e.get("python") or "-"), "")
+            self.add(*stack_lines(e.get("summary")))
             self.add(*checks_line(e["checks"]))
             self.add("The allow-listed environment variables are in section 11 (Reproduce).", "")
 
