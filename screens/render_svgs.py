@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-SIZE = (120, 36)
+SIZE = (120, 50)  # tall enough for the Training screen's per-class table (10 classes)
 SCREENS = (("1", "environment"), ("2", "data"), ("3", "training"), ("4", "alignment"), ("5", "export"),
            ("6", "session"))
 INGEST_TIMEOUT_S = 20.0

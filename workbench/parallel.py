@@ -24,6 +24,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RANK_LAUNCHER = PROJECT_ROOT / "jobs" / "msrun_rank.py"
 LOG_DIR = "msrun_logs"  # msrun's scheduler.log and worker_<rank>.log, inside the job folder
 SHIM_DIR = "bin"  # job folder's bin/python: the jobs interpreter under the name msrun runs
+# Printed in the record of every data-parallel run; replace it once bench/parallel_parity.py has met its goal.
+PARITY_CAVEAT = ("Data-parallel learning has not been shown to match one process: the validation metrics of a "
+                 "2-rank run may differ from single-process training with the same effective batch "
+                 "(see docs/PERFORMANCE.md, parallel parity).")
 
 
 class ParallelError(Exception):

@@ -34,14 +34,17 @@ def test_export_of_real_jobs_with_a_crash(run_cli, sessions):
 
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "| drill-002 | drill | crashed: SIGSEGV after " in report
-    assert "drill-001: " in report and " run drill --sessions " in report  # the command lines
+    assert "python -m workbench run drill --sessions " in report  # the command lines
     steps = list(csv.DictReader(io.StringIO((out / "metrics" / "steps.csv").read_text())))
     assert [s["job"] for s in steps].count("drill-001") == 20
     assert [s["job"] for s in steps].count("drill-002") == 5
 
-    verify = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(session_dir),
+    verify = subprocess.run(["sha256sum", "-c", "--strict", "manifest.sha256"], cwd=str(out),
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout[-2000:]
+    verify = subprocess.run(["sha256sum", "-c", "--strict", "export/session.sha256"], cwd=str(session_dir),
+                            capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout[-2000:]  # nothing was masked, so the originals match too
     # Nothing of an ordinary record looks secret: no path or value was masked.
     for path in session_dir.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".csv", ".yaml", ".svg"):
@@ -76,9 +79,11 @@ def test_export_while_a_job_runs_says_so_and_the_archive_is_consistent(run_cli, 
         # The archive holds one snapshot, and its manifest verifies inside it even as the job writes on.
         with tarfile.open(str(out / ("%s.tar.gz" % sid))) as tar:
             tar.extractall(str(tmp_path), filter="data")
-        verify = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(tmp_path / sid),
-                                capture_output=True, text=True)
-        assert verify.returncode == 0, verify.stdout[-2000:]
+        for manifest, cwd in (("manifest.sha256", tmp_path / sid / "export"),
+                              ("export/session.sha256", tmp_path / sid)):
+            verify = subprocess.run(["sha256sum", "-c", "--strict", manifest], cwd=str(cwd), capture_output=True,
+                                    text=True)
+            assert verify.returncode == 0, verify.stdout[-2000:]
         snapshot = (tmp_path / sid / "jobs" / "drill-001" / "events.jsonl").read_bytes()
         assert events.read_bytes().startswith(snapshot[:snapshot.rfind(b"\n") + 1])
     finally:

@@ -215,7 +215,7 @@ def test_screen_models_never_raise(name, batches):
 @given(st.lists(events(), max_size=8), st.sampled_from(["train", "env", "data", "align", "export", "test", "drill"]))
 def test_the_record_collection_and_report_never_raise(tmp_path_factory, evs, kind):
     from workbench.atomic import write_json
-    from workbench.report import markdown, metrics_csv
+    from workbench.report import appendix, markdown, metrics_csv
     from workbench.report.collect import collect
     from workbench.session import SessionStore
 
@@ -231,6 +231,7 @@ def test_the_record_collection_and_report_never_raise(tmp_path_factory, evs, kin
     report = collect(store, sid)
     json.dumps(report, allow_nan=False, default=str)
     markdown.render(report)
+    appendix.render_all(report)
     metrics_csv.steps_csv(report["jobs"])
     metrics_csv.epochs_csv(report["jobs"])
 

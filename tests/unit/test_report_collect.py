@@ -14,7 +14,8 @@ from workbench.report.collect import FORMULA, collect
 from workbench.session import SessionStore
 
 SECTIONS = ["format", "generated", "session", "still_running", "environment", "data", "training", "performance",
-            "alignment", "export", "other_jobs", "checks", "jobs_not_ok", "jobs", "not_verified", "acceptance"]
+            "alignment", "export", "other_jobs", "checks", "jobs_not_ok", "jobs", "not_verified", "limitations",
+            "acceptance"]
 
 
 def _recorded(tmp_path):

@@ -90,8 +90,10 @@ def test_export_writes_every_part_of_the_record(exported):
 
 
 def test_report_structure_matches_the_golden_file(exported_real):
+    """report.md's structure, then appendix/checks.md's (where each check row now lives)."""
     _, out = exported_real
-    got = skeleton((out / "report.md").read_text(encoding="utf-8"))
+    got = skeleton((out / "report.md").read_text(encoding="utf-8")) + "=== appendix/checks.md\n" + skeleton(
+        (out / "appendix" / "checks.md").read_text(encoding="utf-8"))
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(got, encoding="utf-8")
     want = GOLDEN.read_text(encoding="utf-8")
@@ -118,7 +120,7 @@ def test_report_json_is_the_collected_record(exported):
     assert report["jobs_not_ok"][0]["label"] == "crashed: SIGSEGV after 41 s"
     assert report["files"]["figures"]["train-001"]["confusion"] == "figures/train-001-confusion.svg"
     text = (out / "report.md").read_text(encoding="utf-8")
-    order = [text.index("## %d. " % n) for n in range(1, 12)]
+    order = [text.index("## %d. " % n) for n in range(1, 13)]
     assert order == sorted(order)
     assert "crashed: SIGSEGV after 41 s" in text and "|cand − ref| ≤ atol + rtol·|ref|" in text
 
@@ -151,34 +153,97 @@ def test_planted_secret_is_nowhere_in_the_export_or_the_archive(exported):
     # The variables were seen and masked, not silently dropped.
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "| MS_SECRET_TOKEN | %s |" % MASK in text
-    assert "| environment.ASCEND_API_KEY | %s |" % MASK in text
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["environment"][0]["summary"]["environment"]["ASCEND_API_KEY"] == MASK
     # The masked copies are named, and the session folder still holds the originals.
     assert _masked(out) == ["jobs/env-001/events.jsonl", "jobs/env-001/job.json", "jobs/env-001/stderr.log"]
     assert "Masked copies" in text and "`jobs/env-001/stderr.log`" in text
     assert SECRET.encode() in (session_dir / "jobs" / "env-001" / "stderr.log").read_bytes()
 
 
-def test_manifest_verifies_in_the_session_folder_but_for_the_masked_copies(exported):
+def _sha256sum(manifest: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The real `sha256sum -c --strict` binary, run where a colleague would run it."""
+    return subprocess.run(["sha256sum", "-c", "--strict", manifest], cwd=str(cwd), capture_output=True, text=True)
+
+
+def test_manifest_verifies_inside_the_export_folder(exported):
     _, session_dir, out = exported
-    proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(session_dir),
-                          capture_output=True, text=True)
+    proc = _sha256sum("manifest.sha256", out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    listed = {line.split("  ", 1)[1] for line in (out / "manifest.sha256").read_text().splitlines()}
+    assert listed == set(_hashes(out, skip=("manifest.sha256", "%s.tar.gz" % SID)))
+    # The session's own files are described by session.sha256 as packed: only the masked copies differ on disk.
+    proc = _sha256sum("export/session.sha256", session_dir)
     failed = sorted(line.rsplit(": ", 1)[0] for line in proc.stdout.splitlines() if not line.endswith(": OK"))
     assert failed == _masked(out), proc.stdout[-2000:] + proc.stderr
-    listed = {line.split("  ", 1)[1] for line in (out / "manifest.sha256").read_text().splitlines()}
-    on_disk = set(_hashes(session_dir, skip=("export/manifest.sha256", "export/%s.tar.gz" % SID)))
-    assert listed == on_disk
+    # A changed byte is caught.
+    (out / "report.md").write_text((out / "report.md").read_text() + " ")
+    try:
+        assert _sha256sum("manifest.sha256", out).returncode == 1
+    finally:
+        (out / "report.md").write_text((out / "report.md").read_text()[:-1])
 
 
-def test_archive_unpacks_to_the_same_tree(exported, tmp_path):
+def test_archive_unpacks_to_the_same_tree_and_verifies_inside(exported, tmp_path):
     _, session_dir, out = exported
     with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
         tar.extractall(str(tmp_path), filter="data")
     masked = _masked(out)
     unpacked = _hashes(tmp_path / SID, skip=masked)
     assert unpacked == _hashes(session_dir, skip=["export/%s.tar.gz" % SID] + masked)
-    proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(tmp_path / SID),
-                          capture_output=True, text=True)
+    proc = _sha256sum("manifest.sha256", tmp_path / SID / "export")
     assert proc.returncode == 0, proc.stdout[-2000:]
+    proc = _sha256sum("export/session.sha256", tmp_path / SID)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_full_real_session_report_is_short_and_opens_with_acceptance(exported_real):
+    """Under 400 lines; the first 60 hold the acceptance section, the results and throughput; long tables are linked."""
+    _, out = exported_real
+    lines = (out / "report.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 400
+    head = "\n".join(lines[:60])
+    assert "## Acceptance" in head and "## Results" in head and "## Throughput" in head
+    assert "zero-division rule" in head.lower() and "sample-weighted" in head
+    assert not re.search(r"\d\.\d+e\+\d\d", "\n".join(lines)), "a large number written like 1.514e+04"
+    assert "evidence data" not in "\n".join(lines)
+    for name in ("acceptance", "checks", "tensors", "timing", "classes", "config"):
+        assert "](appendix/%s.md)" % name in "\n".join(lines) and (out / "appendix" / ("%s.md" % name)).is_file()
+    assert sum(line.count("**best**") for line in lines) == 1
+
+
+def test_real_package_verifies_and_holds_code_lock_revision_and_reference(exported_real, tmp_path):
+    session_dir, out = exported_real
+    sid = session_dir.name
+    assert _sha256sum("manifest.sha256", out).returncode == 0
+    with tarfile.open(str(out / ("%s.tar.gz" % sid))) as tar:
+        names = set(tar.getnames())
+        tar.extractall(str(tmp_path), filter="data")
+    for rel in ("reproduce/models.py", "reproduce/requirements.lock", "reproduce/revision.json",
+                "reproduce/commands.sh", "reproduce/reference/export-001/inputs.npy",
+                "reproduce/reference/export-001/logits.npy", "manifest.sha256", "session.sha256"):
+        assert "%s/export/%s" % (sid, rel) in names, rel
+    unpacked = tmp_path / sid / "export"
+    proc = _sha256sum("manifest.sha256", unpacked)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _sha256sum("export/session.sha256", tmp_path / sid).returncode == 0
+    assert "def build_net" in (unpacked / "reproduce" / "models.py").read_text()
+    lock = (unpacked / "reproduce" / "requirements.lock").read_text().splitlines()
+    assert any(re.match(r"^mindspore==\d", l, re.I) for l in lock) and any(l.startswith("numpy==") for l in lock)
+    revision = json.loads((unpacked / "reproduce" / "revision.json").read_text())
+    assert len(revision["source_tree_sha256"]) == 64
+    assert revision["git"] is None or (len(revision["git"]["commit"]) == 40 and isinstance(revision["git"]["dirty"], bool))
+    text = (unpacked / "report.md").read_text()
+    assert "## 11. Reproduce" in text and "Kernel" not in text and "kernel" in text
+    assert "requirements.lock" in text and "reproduce/models.py" in text
+
+
+def test_training_screenshot_shows_all_ten_classes(exported_real):
+    _, out = exported_real
+    svg = (out / "screenshots" / "training.svg").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", svg).replace("&#160;", " ")
+    for name in ("T-shirt", "Trouser", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Boot"):
+        assert name in text, name
 
 
 def test_export_again_replaces_the_previous_export(exported, tmp_path):
@@ -192,8 +257,7 @@ def test_export_again_replaces_the_previous_export(exported, tmp_path):
     assert second == first and not (second / "stale.txt").exists()
     report = json.loads((second / "report.json").read_text())
     assert report["files"]["screenshots"] == {"files": [], "error": "skipped on request"}
-    proc = subprocess.run(["sha256sum", "-c", "--strict", "export/manifest.sha256"], cwd=str(copy_root / SID),
-                          capture_output=True, text=True)
+    proc = _sha256sum("manifest.sha256", second)
     assert proc.returncode == 0, proc.stdout[-2000:]
 
 
@@ -234,3 +298,25 @@ def test_screenshots_that_fail_cost_the_record_its_pictures_only(tmp_path):
     shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
     assert shots["files"] == [] and shots["error"].startswith("OSError: cannot draw into ")
     assert (out / "report.md").is_file() and (out / ("%s.tar.gz" % SID)).is_file()
+
+
+def test_a_full_disk_while_sealing_leaves_the_previous_record_whole(tmp_path, monkeypatch):
+    """Manifest and archive are written in the staging folder: failing there never swaps in a partial record."""
+    import errno
+
+    import workbench.report.export as export_mod
+
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    store = SessionStore(root)
+    first = export_session(store, SID, None)
+    before = _hashes(first)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(export_mod, "write_archive", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        export_session(store, SID, None)
+    assert _hashes(first) == before and _sha256sum("manifest.sha256", first).returncode == 0
+    assert not [p for p in (root / SID).iterdir() if p.name.startswith(".export-")]

@@ -7,7 +7,6 @@ import json
 import posixpath
 import shlex
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -19,6 +18,8 @@ from workbench.config import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.record import JobRecord
+from workbench.report.limitations import limitations
+from workbench.report.performance import parallel_record, performance_rows
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
@@ -30,8 +31,6 @@ SECTION_KINDS = {"env": "environment", "data": "data", "train": "training", "tes
                  "align": "alignment", "export": "export"}
 NOT_PASSED = (Evidence.FAIL, Evidence.BLOCKED, Evidence.NOT_RUN)
 MAX_LOG_LINES = 40
-HOST_RSS_MEANS = "peak resident set size of the job's host process (all host memory it touched, not the device's)"
-DEVICE_MEM_MEANS = "peak device memory the framework reported for the job; null means it was not measured"
 
 
 def iso(t: Optional[float]) -> Optional[str]:
@@ -193,6 +192,7 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
         "jobs": jobs,
     }
     report["not_verified"] = not_verified(report, jobs)
+    report["limitations"] = limitations(report)
     cfg = load()  # the same computation as `ms-workbench accept`
     report["acceptance"] = evaluate(fold_session(session_dir), acceptance if acceptance is not None
                                     else cfg["acceptance"], cfg.get("compare"))
@@ -295,56 +295,10 @@ def training_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
             "samples": summary.get("samples") or summary.get("n"),
             "evaluations_of_model": summary.get("test_evaluations"),
             "per_class": summary.get("per_class"), "confusion": summary.get("confusion"),
+            "zero_division": summary.get("zero_division"),
         }))
     return {"runs": runs, "tests": tests, "test_evaluations": len(tests),
             "test_evaluations_ok": sum(1 for t in tests if t["state"] == "ok")}
-
-
-def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """Data-parallel settings of a training run, the ranks that wrote steps and the weights check; None for one process."""
-    par = ((j["config"].get("train") or {}).get("parallel") or {})
-    if int(par.get("workers") or 1) <= 1:
-        return None
-    checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
-    return {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
-            "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
-            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN}
-
-
-def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
-    for value in (perf.get("batch_size"), (perf.get("steady") or {}).get("batch_size"),
-                  (j["config"].get("train") or {}).get("batch_size") if j["kind"] == "train" else None):
-        if value is not None:
-            return value
-    sizes = [b for b in j["steps"]["batch_size"] if b is not None]
-    return Counter(sizes).most_common(1)[0][0] if sizes else None
-
-
-def performance_rows(jobs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """One row per perf event: compile time, steady median/P95, images/s, batch, warm-up, sync, memory."""
-    rows = []
-    for j in jobs:
-        for perf in j["perf"]:
-            steady = perf.get("steady") or {}
-            scope = perf.get("scope") or "run"
-            if perf.get("epoch") is not None:
-                scope = "%s %s" % (scope, perf["epoch"])
-            if perf.get("rank") is not None:
-                scope = "rank %s %s" % (perf["rank"], scope)
-            rows.append({
-                "jid": j["jid"], "kind": j["kind"], "device": j["device"].get("resolved"), "rank": perf.get("rank"),
-                "scope": scope, "recompile": perf.get("recompile"), "timing_rule": perf.get("timing_rule"),
-                "first_step_s": perf.get("first_step_s"), "warmup_steps": perf.get("warmup_steps"),
-                "steady_n": steady.get("n"), "median_ms": steady.get("median_ms"), "p95_ms": steady.get("p95_ms"),
-                "images_per_s": steady.get("images_per_s"), "batch_size": _batch_size(j, perf),
-                "sync": perf.get("sync"), "peak_host_rss_mb": perf.get("peak_host_rss_mb"),
-                "peak_device_mb": perf.get("peak_device_mb"),
-                "host_rss_measures": perf.get("host_rss_measures") or HOST_RSS_MEANS,
-                "device_memory_measures": (perf.get("device_memory_note") or perf.get("device_memory_measures")
-                                           or DEVICE_MEM_MEANS),
-                "rules": {k: v for k, v in steady.items() if k.endswith("_rule")},
-            })
-    return rows
 
 
 def alignment_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -431,10 +385,10 @@ def not_verified(report: Dict[str, Any], jobs: List[Dict[str, Any]]) -> List[str
             "%s/%s (%s)" % (a["jid"], a.get("path"), a["on_disk"]) for a in missing[:10]))
     counts = report["checks"]["counts"]
     if counts.get(Evidence.FAIL):
-        out.append("%d check(s) observed a failure (listed above)." % counts[Evidence.FAIL])
+        out.append("%d check(s) observed a failure (listed under 'Checks that did not pass')." % counts[Evidence.FAIL])
     if counts.get(Evidence.BLOCKED) or counts.get(Evidence.NOT_RUN):
-        out.append("%d check(s) blocked and %d not run (listed above with their reasons)." % (
-            counts.get(Evidence.BLOCKED, 0), counts.get(Evidence.NOT_RUN, 0)))
+        out.append("%d check(s) blocked and %d not run (listed with their reasons under 'Checks that did not "
+                   "pass')." % (counts.get(Evidence.BLOCKED, 0), counts.get(Evidence.NOT_RUN, 0)))
     gaps = [j["jid"] for j in jobs if j["seq_problems"] or j["damaged_count"]]
     if gaps:
         out.append("Event files with gaps or damaged lines: %s." % ", ".join(gaps))

@@ -9,14 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from workbench.atomic import write_json, write_text
-from workbench.report import markdown, metrics_csv, svg
+from workbench.atomic import write_bytes, write_json, write_text
+from workbench.report import appendix, markdown, metrics_csv, reproduce, reproduce_md, svg
 from workbench.report.collect import FORMAT, collect
 from workbench.report.manifest import MANIFEST_NAME, Entry, SessionFiles, write_archive, write_manifest
 from workbench.report.secrets import Scrubber, scrub_pairs
 from workbench.session import SessionStore
 
 EXPORT_DIR = "export"
+SESSION_MANIFEST = "session.sha256"  # the session's files as packed, relative to the session folder
 
 # Draws the session's screens into the given folder; returns {"files": [names in it], "error": str or None}.
 Screenshooter = Callable[[Path], Dict[str, Any]]
@@ -86,18 +87,44 @@ def screenshot_record(shooter: Optional[Screenshooter], out: Path) -> Dict[str, 
     return result
 
 
-def _export_entries(export_dir: Path, skip: List[str]) -> List[Entry]:
-    """Entries for the export's own files, named as they sit in the archive (export/...)."""
+def _export_entries(folder: Path, skip: List[str]) -> List[Entry]:
+    """Entries for the export's own files, named relative to the export folder."""
     entries = []
-    for dirpath, dirnames, filenames in os.walk(str(export_dir)):
+    for dirpath, dirnames, filenames in os.walk(str(folder)):
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            rel_in_export = os.path.relpath(str(path), str(export_dir)).replace(os.sep, "/")
-            if rel_in_export in skip or (name.startswith(".") and name.endswith(".tmp")):
+            rel = os.path.relpath(str(path), str(folder)).replace(os.sep, "/")
+            if rel in skip or (name.startswith(".") and name.endswith(".tmp")):
                 continue
-            entries.append(Entry("%s/%s" % (EXPORT_DIR, rel_in_export), path, path.read_bytes(), path.stat().st_mtime))
+            entries.append(Entry(rel, path, path.read_bytes(), path.stat().st_mtime))
     return entries
+
+
+def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> Dict[str, Any]:
+    """reproduce/: revision, package lock, commands, model code and the reference sets; returns the paths written."""
+    rep = reproduce.reproduce_record(report)
+    lock = rep.pop("_lock")
+    write_text(stage / reproduce_md.LOCK, lock)
+    write_json(stage / reproduce_md.REVISION, rep["revision"])
+    write_text(stage / reproduce_md.COMMANDS, "".join(
+        "# %s\n%s\n# again, from its effective config:\n# %s\n" % (c["jid"], c["as_run"], c["again"])
+        for c in rep["commands"]))
+    written = {"model_code": [], "reference": []}
+    for rel, data in sorted(reproduce.model_code().items()):
+        path = "%s/%s" % (reproduce_md.PACKAGE, rel.rsplit("/", 1)[-1])
+        write_bytes(stage / path, data)
+        written["model_code"].append(path)
+    for j in report["jobs"]:
+        for a in j["artifacts"]:
+            if str(a.get("kind", "")).startswith("reference") and a.get("on_disk") in ("matches", "superseded"):
+                entry = files.get(a["session_path"])
+                if entry is not None:
+                    path = "%s/reference/%s/%s" % (reproduce_md.PACKAGE, j["jid"], a["session_path"].rsplit("/", 1)[-1])
+                    write_bytes(stage / path, entry.read())
+                    written["reference"].append(path)
+    report["reproduce"] = rep
+    return written
 
 
 def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None,
@@ -106,6 +133,8 @@ def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None
 
     `screenshots` draws the screens into the folder it is given (the UI side makes one:
     `screens.screenshots.shooter`); without it the record says the pictures were skipped.
+    Everything, the manifests and the archive included, is written into a staging folder that
+    replaces the export folder only when complete: a full disk leaves no record that looks whole.
     """
     session_dir = store.session_dir(sid)
     export_dir = Path(out_dir).resolve() if out_dir else session_dir / EXPORT_DIR
@@ -125,26 +154,32 @@ def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None
             write_text(stage / "metrics" / name, text)
         report["files"] = {"metrics": ["metrics/%s" % n for n in metrics], "figures": figures(report, stage),
                            "masked": masked}
+        report["files"].update(write_package(report, files, stage))
         report["files"]["screenshots"] = screenshot_record(screenshots, stage)
+        for rel, text in appendix.render_all(report).items():
+            write_text(stage / rel, text)
         write_text(stage / "report.md", markdown.render(report))
         write_json(stage / "report.json", report)
         _scrub_tree(stage, scrubber)
+        _seal(stage, sid, files)
         _swap_in(stage, export_dir)
     finally:
         if stage.exists():
             shutil.rmtree(str(stage), ignore_errors=True)
-
-    archive_name = "%s.tar.gz" % sid
-    export_entries = _export_entries(export_dir, [MANIFEST_NAME, archive_name])
-    recorded = sorted(files.entries.values(), key=lambda e: e.rel) + export_entries
-    write_manifest(export_dir / MANIFEST_NAME, recorded)
-    manifest_path = export_dir / MANIFEST_NAME
-    manifest_entry = Entry("%s/%s" % (EXPORT_DIR, MANIFEST_NAME), manifest_path, manifest_path.read_bytes(),
-                           manifest_path.stat().st_mtime)
-    export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in export_entries if e.rel.count("/") > 1})
-    dirs = list(files.dirs) + [EXPORT_DIR] + export_dirs
-    write_archive(export_dir / archive_name, sid, recorded + [manifest_entry], dirs)
     return export_dir
+
+
+def _seal(stage: Path, sid: str, files: SessionFiles) -> None:
+    """session.sha256 and manifest.sha256 (each relative to the folder it verifies), then the archive."""
+    archive_name = "%s.tar.gz" % sid
+    session_entries = sorted(files.entries.values(), key=lambda e: e.rel)
+    write_manifest(stage / SESSION_MANIFEST, session_entries)
+    own = _export_entries(stage, [MANIFEST_NAME, archive_name])
+    write_manifest(stage / MANIFEST_NAME, own)
+    packed = [Entry("%s/%s" % (EXPORT_DIR, e.rel), e.path, e.data, e.mtime)
+              for e in _export_entries(stage, [archive_name])]
+    export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in packed if e.rel.count("/") > 1})
+    write_archive(stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs)
 
 
 def _class_names(report: Dict[str, Any]) -> List[str]:
