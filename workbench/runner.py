@@ -22,7 +22,7 @@ from workbench.parallel import plan as plan_msrun
 from workbench.session import SessionStore, job_status
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-JOB_KINDS = ("env", "data", "train", "test", "align", "export", "drill")
+JOB_KINDS = ("env", "data", "train", "test", "align", "export", "overfit", "resume", "precision", "drill")
 ALIGN_PATHS = ("reference", "candidate")
 LOCK_DIR_ENV = "MS_WORKBENCH_LOCK_DIR"
 
