@@ -130,7 +130,8 @@ def main(ctx: JobContext) -> str:
     ctx.result({
         "best_epoch": state.best["epoch"],
         "best": {"macro_f1": state.best["macro_f1"], "accuracy": state.best["accuracy"]},
-        "perf": {k: perf[k] for k in PERF_KEYS},
+        "perf": dict({k: perf[k] for k in PERF_KEYS}, first_result_s=state.first_result_s,
+                     repeats=loop.repeats),
         "artifacts": state.artifacts,
         "effective_device": trainer.effective,
         "resumed_from": state.resumed_from,

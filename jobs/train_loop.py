@@ -20,6 +20,7 @@ from workbench.protocol import Evidence
 from jobs import datafeed, models, msdevice
 from jobs.train_checkpoint import save_best
 from jobs.train_profile import ProfilePlan
+from jobs.train_repeats import run_repeats
 from jobs.train_resume import load_resume, save_state
 from jobs.train_runstate import RunState
 from jobs.train_sampling import DeviceSampling
@@ -59,6 +60,8 @@ class TrainLoop:
         self.log = StepLog(t.warmup_steps, t.mode == "graph")
         self.sampling = DeviceSampling(self.ctx, dict(self.ctx.device, id=run.device_id))
         self.profile = ProfilePlan(self.ctx, t.profile.steps if run.is_rank0 else 0, run.target)
+        self.started_at = time.time()  # the fallback start when job.json has no `created`
+        self.repeats: Optional[Dict[str, Any]] = None
 
     def train(self) -> Dict[str, Any]:
         """Resume if asked, run the epochs; returns the final perf fields."""
@@ -171,6 +174,21 @@ class TrainLoop:
                         loss_rule=LOSS_RULE + ("; rank 0's shard only" if self.run.par is not None else ""))
         self.perf_event("epoch", st.epoch)
         save_state(self.run, st, st.epoch + 1, 0, datafeed.generator_state(st.rng), [], [])
+        if st.first_result_s is None:
+            self.first_result(val)
+
+    def first_result(self, val: Dict[str, Any]) -> None:
+        """Check first-result: seconds from the job's start (job.json `created`) to its first validated epoch."""
+        st, created = self.state, self.ctx.meta.get("created")
+        st.first_result_s = time.time() - (created if created is not None else self.started_at)
+        self.ctx.check("first-result", "time to first usable result", Evidence.PASS,
+                       "epoch %d validated %.1f s after the job started (val macro-F1 %.4f)%s" % (
+                           st.epoch, st.first_result_s, val["macro_f1"],
+                           "; resumed run" if st.resumed_from else ""),
+                       evidence={"seconds": st.first_result_s, "epoch": st.epoch, "global_step": st.global_step,
+                                 "macro_f1": val["macro_f1"], "resumed": st.resumed_from is not None,
+                                 "rule": "job.json created -> the first epoch event with validation metrics "
+                                         "(this job's epochs only)"})
 
     def finish(self) -> Dict[str, Any]:
         """After the last epoch: the device sample, the profiled window, the finite-loss pass, the run's perf."""
@@ -181,7 +199,10 @@ class TrainLoop:
         ctx.check("finite-loss", "finite loss", Evidence.PASS,
                   "all %d step losses of this job were finite (fetched with loss.asnumpy())" % st.losses_seen,
                   evidence={"steps": st.losses_seen})
-        return self.perf_event("run")
+        perf = self.perf_event("run")
+        if self.run.is_rank0:
+            self.repeats = run_repeats(self.run, self.train_cfg.seed)
+        return perf
 
     def validate(self) -> Dict[str, Any]:
         """Accuracy, macro-F1, per-class metrics and confusion on the validation arrays."""

@@ -28,3 +28,4 @@ class RunState:
     losses_seen: int = 0  # finite step losses this process fetched
     resumed_from: Optional[Dict[str, Any]] = None
     artifacts: Dict[str, str] = field(default_factory=dict)  # role -> path relative to the job folder
+    first_result_s: Optional[float] = None  # job start -> this job's first validated epoch

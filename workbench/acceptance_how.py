@@ -41,11 +41,13 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
                 "r on the Environment screen"),
     "effect-consistency": ("a training run on another device with the same config, for the cross-device "
                            "comparison", "ms-workbench run train --set device.target=CPU", "s on the Training screen"),
-    # The course checks' jobs come from another branch: name them here once they exist.
-    "overfit-batch": ("the overfit-one-batch check", "(no job of this version emits overfit-batch)", ""),
-    "resume-exact": ("the resume-verification check", "(no job of this version emits resume-exact)", ""),
+    "overfit-batch": ("the overfit-one-batch check", "ms-workbench run overfit", ""),
+    "resume-exact": ("the resume verified against the uninterrupted run", "ms-workbench run resume", ""),
     "precision-run": ("a training run in the candidate precision against its fp32 twin",
-                      "ms-workbench run train --set train.precision=amp-O2", "s on the Training screen"),
+                      "ms-workbench run precision --set precision_run.candidate=amp-O2", ""),
+    "perf-repeats": ("the steady window timed several times", "ms-workbench run train --set perf.repeats=5",
+                     "s on the Training screen"),
+    "first-result": ("a training run with a validated epoch", "ms-workbench run train", "s on the Training screen"),
 }
 
 

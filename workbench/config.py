@@ -185,6 +185,28 @@ SCHEMA: Dict[str, Any] = {
                              doc="tests only: this rank is killed by SIGSEGV after its 2nd training step"),
         },
     },
+    "perf": {
+        "repeats": _f(1, int, min=1, max=100, doc="1 = off; k > 1: the train job times its steady window k times "
+                      "after training (check perf-repeats: median, min-max, IQR, host load)"),
+        "repeat_steps": _f(50, int, min=1, max=100000, doc="steps in one timed repeat of the steady window"),
+    },
+    "overfit": {
+        "batch": _f(64, int, min=1, max=65536, doc="images of the train split in the one fixed batch (the first N)"),
+        "steps": _f(200, int, min=1, max=100000, doc="most steps on that batch"),
+        "factor": _f(10.0, float, int, min=1.0, doc="pass when the loss falls to 1/factor of its first value"),
+    },
+    "resume": {
+        "epochs": _f(2, int, min=2, max=1000, doc="k: the uninterrupted run trains k epochs; the resumed one "
+                     "continues from the state saved after epoch k-1"),
+        "train_limit": _f(2000, int, min=0, doc="train samples of the legs (0 = train.train_limit)"),
+        "tamper": _f("none", str, choices=("none", "optimizer"),
+                     doc="tests of the check: 'optimizer' zeroes the optimizer state in the saved state first"),
+    },
+    "precision_run": {
+        "candidate": _f("amp-O2", str, choices=PRECISIONS, doc="precision judged against its fp32 twin"),
+        "max_macro_f1_delta": _f(0.02, float, min=0.0, max=1.0,
+                                 doc="largest |candidate - fp32| validation macro-F1 of the last epoch that passes"),
+    },
     "test": {"from": _job_ref("test.from")},
     "align": {
         "reference": _path("CPU", "pynative", "fp32"),

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from workbench.ascend import npusmi
 from workbench.protocol import Evidence
 
-DEVICE_JOBS = ("env", "train", "align", "export", "test")
+DEVICE_JOBS = ("env", "train", "align", "export", "test", "overfit", "resume", "precision")
 USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
 DETECT_TIMEOUT_S = 10.0
 _NODE_RE = re.compile(r"^davinci\d+$")  # davinci_manager is a control node, not a device

@@ -22,7 +22,9 @@ from workbench.parallel import plan as plan_msrun
 from workbench.session import SessionStore, job_status
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-JOB_KINDS = ("env", "data", "train", "test", "align", "export", "drill")
+JOB_KINDS = ("env", "data", "train", "test", "align", "export", "overfit", "resume", "precision", "drill")
+# A job kind's program is jobs.<kind> except here (jobs.precision holds the precision helpers the train job uses).
+JOB_MODULES = {"precision": "jobs.precision_run"}
 ALIGN_PATHS = ("reference", "candidate")
 LOCK_DIR_ENV = "MS_WORKBENCH_LOCK_DIR"
 
@@ -104,7 +106,7 @@ def job_argv(kind: str, python: str, job_dir: Path, msrun: Optional[MsrunPlan] =
     """The exec line of a job (msrun's, for data-parallel training)."""
     if msrun is not None:
         return msrun.argv
-    return [python, "-m", "jobs.%s" % kind, "--job-dir", str(job_dir)]
+    return [python, "-m", JOB_MODULES.get(kind, "jobs.%s" % kind), "--job-dir", str(job_dir)]
 
 
 class JobRunner:
