@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.atomic import read_json, sha256_file, write_json
+from workbench.refs import SID_FORM, SID_PATTERN
 
 IMPORT_MARK = "imported.json"
 MANIFEST_NAME = "manifest.sha256"
 EXPORT_DIR = "export"
-SID_PATTERN = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{4}$")
 TEMP_PREFIX = ".import-"
 BLOCK_BYTES = 1 << 20
 
@@ -212,7 +212,7 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
     try:
         if source.is_dir():
             found = _session_folder(source.resolve())
-            sid = found.name
+            sid = _check_sid(found.name)
             staged = stage / sid
             _copy_folder(found, staged)
             origin_sha = None
@@ -220,6 +220,7 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
             try:
                 with tarfile.open(str(source), "r:*") as tar:
                     sid, members = check_members(tar)
+                    _check_sid(sid)
                     _extract(tar, members, stage)
             except (tarfile.TarError, EOFError, OSError) as exc:
                 if isinstance(exc, RecordRefused):
@@ -227,8 +228,6 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
                 raise RecordRefused("%s: not a readable tar archive (%s)" % (source, exc))
             staged = stage / sid
             origin_sha = _sha256_of(source)
-        if not SID_PATTERN.match(sid):
-            raise RecordRefused("the record's folder is %r, not a session id (YYYYMMDD-HHMMSS-xxxx)" % sid)
         verified = verify_record(staged)
         info = _session_info(staged, sid)
         existing = root / sid
@@ -249,6 +248,12 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
         return dict(mark, dir=str(existing), status="imported")
     finally:
         shutil.rmtree(str(stage), ignore_errors=True)
+
+
+def _check_sid(sid: str) -> str:
+    if not SID_PATTERN.match(sid):
+        raise RecordRefused("the record's folder is %r, not a session id (%s)" % (sid, SID_FORM))
+    return sid
 
 
 def _session_info(staged: Path, sid: str) -> Dict[str, Any]:
