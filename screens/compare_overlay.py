@@ -28,6 +28,7 @@ from workbench.runcompare_text import class_lines, config_lines, confusion_lines
 COLOURS = ("cyan", "magenta")
 PLAIN_MARKS = ("a", "b")
 CHART_ROWS = 7
+SMOOTH_PARTS = 12
 
 
 def curve_chart(curves: Dict[str, Any], width: int, rows: int = CHART_ROWS, plain: bool = False) -> Text:
@@ -44,10 +45,12 @@ def curve_chart(curves: Dict[str, Any], width: int, rows: int = CHART_ROWS, plai
     x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
     grid: List[List[int]] = [[0] * width for _ in range(rows)]
     for bit, s in ((1, series[0]), (2, series[1])):
-        for x, y in zip(s.get("x") or [], s.get("y") or []):
-            col = min(int((x - x0) / (x1 - x0) * (width - 1) + 0.5), width - 1)
-            row = min(int((y1 - y) / (y1 - y0) * (rows - 1) + 0.5), rows - 1)
-            grid[row][col] |= bit
+        columns: Dict[int, List[float]] = {}
+        for x, y in zip(s.get("x") or [], smooth(s.get("y") or [])):
+            columns.setdefault(min(int((x - x0) / (x1 - x0) * (width - 1) + 0.5), width - 1), []).append(y)
+        for col, values in columns.items():  # one mark per column: the mean, so noisy steps read as a curve
+            mean = sum(values) / len(values)
+            grid[min(int((y1 - mean) / (y1 - y0) * (rows - 1) + 0.5), rows - 1)][col] |= bit
     for r, cells in enumerate(grid):
         label = "%7.3f" % y1 if r == 0 else ("%7.3f" % y0 if r == rows - 1 else "")
         out.append("%7s " % label, style="dim")
@@ -60,6 +63,16 @@ def curve_chart(curves: Dict[str, Any], width: int, rows: int = CHART_ROWS, plai
                 out.append(" ")
         out.append("\n")
     out.append("%7s epoch %s%s%s" % ("", _g(x0), " " * max(width - 14, 1), _g(x1)), style="dim")
+    return out
+
+
+def smooth(values: Sequence[float], parts: int = SMOOTH_PARTS) -> List[float]:
+    """A centred moving mean over about 1/parts of the run: step losses are noisy, the trend is what compares."""
+    half = max(len(values) // (2 * parts), 0)
+    out = []
+    for i in range(len(values)):
+        window = values[max(0, i - half):i + half + 1]
+        out.append(sum(window) / len(window))
     return out
 
 
@@ -76,7 +89,10 @@ def header(result: Dict[str, Any], plain: bool = False) -> Text:
         text.append("%s  %s  %s%s\n" % (run["ref"], run["device"], run["status"] or "?",
                                         "  (imported)" if run.get("imported") else ""))
     text.append_text(badge(result["verdict"]["status"]))
-    text.append(" " + result["verdict"]["summary"].split(": ", 1)[-1])
+    text.append(" " + result["verdict"]["short"] + "\n")
+    diff = result["config_diff"]
+    text.append("config: ", style="bold")
+    text.append(", ".join("%s %r->%r" % (d["key"], d["a"], d["b"]) for d in diff) if diff else "identical")
     return text
 
 
@@ -95,7 +111,7 @@ class CompareOverlay(ModalScreen):
     DEFAULT_CSS = """
     CompareOverlay { align: center middle; }
     CompareOverlay #cmp-box { width: 100%; height: 100%; border: round $accent; background: $surface; }
-    CompareOverlay #cmp-head { height: auto; max-height: 4; }
+    CompareOverlay #cmp-head { height: auto; max-height: 5; }
     CompareOverlay #cmp-chart { height: auto; }
     CompareOverlay #cmp-body { height: 1fr; }
     CompareOverlay .cmp-section { height: auto; margin-top: 1; }
@@ -167,7 +183,7 @@ class CompareOverlay(ModalScreen):
         self.query_one("#cmp-confusion", Static).update(
             _section("confusion difference at the best epochs (B - A)", confusion))
         self.query_one("#cmp-config", Static).update(
-            _section("config keys that differ", config_lines(result) + environment_lines(result)))
+            _section("config keys that differ, and the environment", config_lines(result) + environment_lines(result)))
         self.query_one("#cmp-more", Static).update(
             _section("test set and throughput", frozen_test_lines(result) + throughput_lines(result)))
 

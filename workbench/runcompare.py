@@ -231,8 +231,9 @@ def final_loss(record: Any) -> Optional[float]:
     return None
 
 
-def _judge(name: str, key: str, value: Optional[float], limit: float, detail: Dict[str, Any]) -> Dict[str, Any]:
-    return dict(detail, number=name, value=value, limit=limit, key="compare." + key,
+def _judge(name: str, short: str, key: str, value: Optional[float], limit: float,
+           detail: Dict[str, Any]) -> Dict[str, Any]:
+    return dict(detail, number=name, short=short, value=value, limit=limit, key="compare." + key,
                 passed=value is not None and value <= limit)
 
 
@@ -249,28 +250,34 @@ def verdict(a: Any, b: Any, test_a: Optional[Dict[str, Any]], test_b: Optional[D
         if final_loss(rec) is None:
             missing.append("%s (%s) has no finished epoch (no final train loss)" % (side, rec.jid))
     if missing:
+        more = " (+%d more)" % (len(missing) - 1) if len(missing) > 1 else ""
         return {"status": Evidence.NOT_RUN, "summary": "not-run: " + "; ".join(missing), "numbers": [],
+                "short": missing[0] + more,
                 "missing": missing, "tolerances": tol._asdict()}
-    numbers = [_judge("test macro-F1 |B - A|", "max_macro_f1_delta", abs(test_b["macro_f1"] - test_a["macro_f1"]),
+    numbers = [_judge("test macro-F1 |B - A|", "macro-F1", "max_macro_f1_delta", abs(test_b["macro_f1"] - test_a["macro_f1"]),
                       tol.max_macro_f1_delta, {"a": test_a["macro_f1"], "b": test_b["macro_f1"]})]
     classes = [c for c in class_deltas(test_a.get("per_class"), test_b.get("per_class")) if c["delta"] is not None]
     if classes:
         worst = max(classes, key=lambda c: abs(c["delta"]))
-        numbers.append(_judge("test F1 |B - A| of class %s" % worst["name"], "max_class_f1_delta",
+        numbers.append(_judge("test F1 |B - A| of class %s" % worst["name"], "F1 %s" % worst["name"],
+                              "max_class_f1_delta",
                               abs(worst["delta"]), tol.max_class_f1_delta,
                               {"a": worst["a"], "b": worst["b"], "class": worst["name"]}))
     else:
-        numbers.append(_judge("test per-class F1 |B - A|", "max_class_f1_delta", None, tol.max_class_f1_delta, {}))
+        numbers.append(_judge("test per-class F1 |B - A|", "class F1", "max_class_f1_delta", None,
+                              tol.max_class_f1_delta, {}))
     la, lb = final_loss(a), final_loss(b)
     rel = abs(lb - la) / abs(la) if la else (0.0 if lb == la else None)
-    numbers.append(_judge("final train loss |B - A| / |A|", "max_final_loss_rel_delta", rel,
+    numbers.append(_judge("final train loss |B - A| / |A|", "final loss rel", "max_final_loss_rel_delta", rel,
                           tol.max_final_loss_rel_delta, {"a": la, "b": lb}))
     failed = [n for n in numbers if not n["passed"]]
     deciding = failed or numbers
     status = Evidence.FAIL if failed else Evidence.PASS
     words = "; ".join("%s = %s %s %s (%s)" % (n["number"], _fmt(n["value"]), ">" if not n["passed"] else "<=",
                                               _fmt(n["limit"]), n["key"]) for n in deciding)
-    return {"status": status, "summary": "%s: %s" % (status, words), "numbers": numbers,
+    short = ", ".join("%s %s%s%s" % (n["short"], _fmt(n["value"]), ">" if not n["passed"] else "<=", _fmt(n["limit"]))
+                      for n in deciding)
+    return {"status": status, "summary": "%s: %s" % (status, words), "short": short, "numbers": numbers,
             "decided_by": [n["number"] for n in deciding], "missing": [], "tolerances": tol._asdict()}
 
 

@@ -33,14 +33,12 @@ def environment_lines(result: Dict[str, Any]) -> List[str]:
 
 
 def epoch_table(result: Dict[str, Any]) -> List[str]:
-    """Epoch rows: train loss, val accuracy and macro-F1 of A and B with B - A."""
-    lines = ["%-5s %8s %8s %8s  %7s %7s %8s  %7s %7s %8s" % (
-        "epoch", "loss A", "loss B", "delta", "acc A", "acc B", "delta", "F1 A", "F1 B", "delta")]
+    """Epoch rows: train loss, val accuracy and macro-F1 of A and B with B - A (fits 80 columns)."""
+    lines = ["%-3s" % "ep" + "".join(" %6s %6s %7s" % (n + " A", n + " B", "delta") for n in ("loss", "acc", "F1"))]
     for row in result["epochs"]:
-        lo, ac, f1 = row["train_loss"], row["val_accuracy"], row["val_macro_f1"]
-        lines.append("%-5d %8s %8s %8s  %7s %7s %8s  %7s %7s %8s" % (
-            row["epoch"], num(lo["a"]), num(lo["b"]), signed(lo["delta"]), num(ac["a"]), num(ac["b"]),
-            signed(ac["delta"]), num(f1["a"]), num(f1["b"]), signed(f1["delta"])))
+        cells = "".join(" %6s %6s %7s" % (num(row[k]["a"]), num(row[k]["b"]), signed(row[k]["delta"]))
+                        for k in ("train_loss", "val_accuracy", "val_macro_f1"))
+        lines.append("%-3d" % row["epoch"] + cells)
     return lines
 
 
