@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.atomic import read_json, sha256_file, write_json
+from workbench.imported import IMPORT_MARK, imported_mark, imported_session_of
 from workbench.refs import SID_FORM, SID_PATTERN
 
-IMPORT_MARK = "imported.json"
 MANIFEST_NAME = "manifest.sha256"
 EXPORT_DIR = "export"
 TEMP_PREFIX = ".import-"
@@ -281,27 +281,6 @@ def _already_there(existing: Path, sid: str, verified: Dict[str, Any]) -> Dict[s
         return dict(mark, dir=str(existing), status="already imported")
     what = "an imported record with another manifest" if mark is not None else "a local session"
     raise RecordRefused("session %s already exists under %s as %s; nothing was added" % (sid, existing.parent, what))
-
-
-def imported_mark(session_dir: Path) -> Optional[Dict[str, Any]]:
-    """The import mark of a session folder, or None for a session made here."""
-    path = Path(session_dir) / IMPORT_MARK
-    if not path.is_file():
-        return None
-    try:
-        mark = read_json(path)
-    except (OSError, ValueError):
-        return {"id": Path(session_dir).name, "damaged": True}
-    return mark if isinstance(mark, dict) else {"id": Path(session_dir).name, "damaged": True}
-
-
-def imported_session_of(path: Path) -> Optional[Path]:
-    """The imported session folder that holds `path`, or None when it lies in no imported session."""
-    path = Path(path).resolve()
-    for folder in [path] + list(path.parents):
-        if (folder / IMPORT_MARK).is_file() and (folder / "session.json").is_file():
-            return folder
-    return None
 
 
 def _artifact_sha256(session_dir: Path, rel: str) -> Optional[str]:

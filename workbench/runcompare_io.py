@@ -152,7 +152,7 @@ def write_compare_outputs(result: Dict[str, Any], out: Path) -> Dict[str, str]:
 
 def candidate_runs(store: SessionStore, sid: str, exclude: Optional[Path] = None) -> List[Tuple[Path, str]]:
     """Runs to compare with: this session's other train jobs (newest first), then every imported record's."""
-    from workbench.recordimport import imported_mark
+    from workbench.imported import imported_mark
 
     skip = Path(exclude).resolve() if exclude else None
     out: List[Tuple[Path, str]] = []

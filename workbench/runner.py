@@ -17,9 +17,9 @@ from workbench.atomic import read_json, write_json, write_text
 from workbench.childproc import group_alive, pid_running, stop_group
 from workbench.config import dump
 from workbench.device import DEVICE_JOBS, lock_name, resolve
+from workbench.imported import imported_mark
 from workbench.parallel import MsrunPlan, ParallelError
 from workbench.parallel import plan as plan_msrun
-from workbench.recordimport import imported_mark
 from workbench.session import SessionStore, job_status
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -65,3 +65,42 @@ def test_curve_chart_marks_both_series_and_their_overlap():
                        width=30, rows=5, plain=True).plain
     assert "#" in text and "a" in text.split("\n")[-2] and "b" in text
     assert "epoch 0" in text and text.splitlines()[0].strip().startswith("1.000")
+
+
+def _with_imported_record(tmp_path) -> Path:
+    """The compare fixture session, plus the recorded board session exported and imported beside it."""
+    from tests.fixtures.sessions.recorded import copy_recorded
+    from workbench.recordimport import import_record
+    from workbench.report.export import export_session
+
+    source = tmp_path / "board"
+    board_sid = copy_recorded(source)
+    out = export_session(SessionStore(source), board_sid, None, screenshots=None)
+    import_record(tmp_path / "sessions", out / ("%s.tar.gz" % board_sid))
+    return tmp_path / "sessions"
+
+
+async def test_an_imported_run_can_be_picked_and_its_session_is_marked(tmp_path):
+    from tests.fixtures.sessions.recorded import SID as BOARD_SID
+    from screens.widgets.status_bar import StatusBar
+
+    app = _app(tmp_path)
+    _with_imported_record(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3")
+        await wait_ingested(pilot, app)
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, RunPicker), what="the run picker")
+        labels = [label for _, label in app.screen.candidates]
+        assert labels[0].startswith("%s/train-001" % SID) and "(this session)" in labels[0]
+        assert labels[1].startswith("%s/train-001" % BOARD_SID) and "imported from devboard-01" in labels[1]
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: isinstance(app.screen, CompareOverlay) and app.screen.result is not None,
+                    what="the comparison")
+        assert app.screen.result["b"]["imported"] and app.screen.result["b"]["session"] == BOARD_SID
+
+    board = WorkbenchApp(SessionStore(tmp_path / "sessions"), BOARD_SID, defaults())
+    async with board.run_test(size=(120, 30)) as pilot:
+        await pilot.press("6")
+        await until(pilot, lambda: "imported from devboard-01" in str(board.screen.query_one(StatusBar)._text),
+                    what="the imported mark in the status bar")

@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.fixtures.sessions.recorded import SID, copy_recorded
-from workbench.recordimport import (IMPORT_MARK, RecordRefused, check_members, import_record, imported_mark,
-                                    reverify_imported_file, verify_record)
+from workbench.imported import IMPORT_MARK, imported_mark
+from workbench.recordimport import RecordRefused, check_members, import_record, reverify_imported_file, verify_record
 from workbench.report.export import export_session
 from workbench.runner import JobRunner, RunnerError
 from workbench.session import SessionStore
@@ -159,3 +159,16 @@ def test_a_reused_checkpoint_of_an_import_is_re_verified(archive, tmp_path):
     local = tmp_path / "local.ckpt"
     shutil.copyfile(str(ckpt), str(local))
     assert reverify_imported_file(local) is None  # not in an imported session: nothing to check
+
+
+def test_the_record_and_export_of_an_imported_session_say_so(archive, tmp_path):
+    from workbench.report.collect import collect
+    from workbench.report.markdown import render
+
+    root = tmp_path / "sessions"
+    import_record(root, archive)
+    report = collect(SessionStore(root), SID)
+    assert report["session"]["imported"]["host"] == "devboard-01"
+    assert "| imported | from devboard-01" in render(report)
+    proc = run_cli("export", SID, "--no-screenshots", "--sessions", root)
+    assert proc.returncode == 2 and "imported record (read-only)" in proc.stderr

@@ -18,8 +18,9 @@ from typing import List, Optional
 
 from workbench import __version__
 from workbench.config import ConfigError, load
-from workbench.cli.records import add_record_commands, imported_label, imported_summary
+from workbench.cli.records import add_record_commands
 from workbench.protocol import EventReader, decode_line
+from workbench.imported import imported_label, imported_summary
 from workbench.refs import BadReference
 from workbench.runner import JOB_KINDS, JobRunner, RunnerError
 from workbench.session import SessionStore, job_status, sessions_root

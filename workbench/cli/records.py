@@ -5,29 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any
 
-from workbench.recordimport import RecordRefused, import_record, imported_mark
+from workbench.recordimport import RecordRefused, import_record
 from workbench.session import SessionStore, sessions_root
 
 USAGE_ERROR = 2
-
-
-def imported_summary(session_dir: Path) -> Optional[Dict[str, Any]]:
-    """What `sessions` shows of an imported session (None for one made here)."""
-    mark = imported_mark(session_dir)
-    if mark is None:
-        return None
-    return {"host": mark.get("host"), "revision": mark.get("revision"), "imported_at": mark.get("imported_at"),
-            "source": mark.get("source"), "files_verified": mark.get("files_verified")}
-
-
-def imported_label(summary: Optional[Dict[str, Any]]) -> str:
-    """'  imported from board-01 (revision abc123)' or ''."""
-    if summary is None:
-        return ""
-    rev = " (revision %s)" % summary["revision"] if summary.get("revision") else ""
-    return "  imported from %s%s, read-only" % (summary.get("host") or "an unknown host", rev)
 
 
 def cmd_import(args) -> int:

@@ -19,6 +19,7 @@ from workbench.config import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.record import JobRecord
+from workbench.imported import imported_mark
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
@@ -196,6 +197,7 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
     cfg = load()  # the same computation as `ms-workbench accept`
     report["acceptance"] = evaluate(fold_session(session_dir), acceptance if acceptance is not None
                                     else cfg["acceptance"], cfg.get("compare"))
+    report["session"]["imported"] = imported_mark(session_dir)  # None for a session made here
     return report
 
 

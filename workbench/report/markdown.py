@@ -159,7 +159,9 @@ class ReportWriter:
             ("record written", self.r["generated"]["iso"]), ("workbench version", s["version"]),
             ("versions that ran jobs", ", ".join(s["versions_seen"]) or "-"), ("written by", self.r["generated"]["by"]),
             ("size on disk (bytes)", s["bytes"]), ("session opened by", s["command_line"] or "-"),
-        ]))
+        ] + ([("imported", "from %s (revision %s), %s files verified against its manifest" % (
+            s["imported"].get("host"), s["imported"].get("revision") or "-", s["imported"].get("files_verified")))]
+            if s.get("imported") else [])))
         self.add("### Jobs", "")
         self.add(*table(["job", "kind", "status", "started", "duration s", "device", "events"],
                         [(j["jid"], j["kind"], j["label"], j["created_iso"], num(j["duration_s"], 3), j["device"], j["events"])
