@@ -170,6 +170,42 @@ def candidate_runs(store: SessionStore, sid: str, exclude: Optional[Path] = None
     return out
 
 
+def _device_and_config(job: Path) -> Tuple[str, Dict[str, Any]]:
+    try:
+        device = str((read_json(job / "job.json").get("device") or {}).get("resolved") or "?")
+        cfg = read_json(job / "config.json")
+    except (OSError, ValueError, AttributeError):
+        return "?", {}
+    return device, cfg if isinstance(cfg, dict) else {}
+
+
+def cross_device_for_session(store: SessionStore, sid: str, tolerances: Tolerances) -> Optional[Dict[str, Any]]:
+    """The task layer's cross-device evidence of a session, or None when it has no such pair.
+
+    The session's newest train run (B, the target) against the newest run on another device with the
+    same training config apart from the device (A, the reference): from this session or an imported
+    record. Its evidence level is the comparison's verdict (`runcompare.cross_device_evidence`).
+    """
+    from workbench.runcompare import config_diff, cross_device_evidence, DEVICE_KEYS
+
+    mine = [j for j in reversed(store.jobs(sid)) if j.name.startswith("train-")]
+    if not mine:
+        return None
+    target = mine[0]
+    device, cfg = _device_and_config(target)
+    for other, _ in candidate_runs(store, sid, exclude=target):
+        other_device, other_cfg = _device_and_config(other)
+        if other_device in (device, "?") or not other_cfg:
+            continue
+        if any(d["training"] and d["key"] not in DEVICE_KEYS for d in config_diff(other_cfg, cfg)):
+            continue
+        result = compare_dirs(other, target, tolerances, names=(_name(other), _name(target)))
+        found = cross_device_evidence(result)
+        if found is not None:
+            return found
+    return None
+
+
 def default_tolerances() -> Tolerances:
     """The documented defaults of the `compare` config section."""
     from workbench.config import defaults

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import assert_events_valid, run_cli
 from workbench.protocol import Evidence, read_all
+from workbench.recordimport import verify_record
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
@@ -124,6 +125,9 @@ def test_export_import_compare_and_reuse_elsewhere(trained, tmp_path):
     tested = run_job(other, "test", lsid, "test.from=%s/train-002" % sid, "device.target=CPU")
     assert finished(tested)["status"] == "ok", finished(tested)
     assert checks(tested, "imported-checkpoint")[0]["status"] == Evidence.PASS
+    counted = checks(tested, "test-evaluations")[0]  # the board's evaluation came with the record: this is the 2nd
+    assert counted["evidence"]["count"] == 2 and "imported-evaluations" in counted["evidence"]["file"]
+    assert verify_record(other / sid)["files"] > 0  # the imported record itself is untouched
     ckpt = other / sid / "jobs" / "train-002" / "artifacts" / "best.ckpt"
     ckpt.chmod(0o644)
     data = bytearray(ckpt.read_bytes())

@@ -164,3 +164,30 @@ def test_compare_cli_json_and_out(tmp_path):
 def test_compare_dirs_finds_each_runs_first_test(pair):
     result = compare_dirs(RUN_A, RUN_B, LOOSE)
     assert result["test"]["a"]["jid"] == "test-001" and result["test"]["b"]["jid"] == "test-002"
+
+
+def test_a_sessions_cross_device_evidence_is_found_among_imported_runs(tmp_path):
+    from workbench.runcompare_io import cross_device_for_session
+    from workbench.session import SessionStore
+
+    root = tmp_path / "sessions"
+    shutil.copytree(str(FIXTURE / SID), str(root / SID))
+    store = SessionStore(root)
+    assert cross_device_for_session(store, SID, LOOSE) is None  # both runs on CPU: not cross-device
+    board_sid = "20261130-090000-b0a2"  # train-001 as if it had run on a board, brought here by import
+    board = root / board_sid / "jobs" / "train-001"
+    shutil.copytree(str(RUN_B), str(board))
+    (root / board_sid / "session.json").write_text(json.dumps({"id": board_sid, "host": "board", "created": 1.0}))
+    (root / board_sid / "imported.json").write_text(json.dumps({"id": board_sid, "host": "board"}))
+    spec = json.loads((board / "job.json").read_text())
+    spec["device"] = {"requested": "Ascend", "resolved": "Ascend", "id": 0, "why": "set in config"}
+    (board / "job.json").write_text(json.dumps(spec))
+    cfg = json.loads((board / "config.json").read_text())
+    cfg["device"]["target"] = "Ascend"
+    (board / "config.json").write_text(json.dumps(cfg))
+    lines = [json.loads(line) for line in (board / "events.jsonl").read_text().splitlines()]
+    lines[0]["device"] = spec["device"]  # the started line says where it ran
+    (board / "events.jsonl").write_text("".join(json.dumps(ev) + "\n" for ev in lines))
+    found = cross_device_for_session(store, SID, LOOSE)
+    assert found["reference"] == "%s/train-001" % board_sid and found["candidate"] == "%s/train-002" % SID
+    assert found["status"] == Evidence.NOT_RUN  # the board run's test evaluation did not come with it

@@ -18,8 +18,8 @@ from workbench.acceptance import evaluate
 from workbench.config import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
-from workbench.record import JobRecord
 from workbench.imported import imported_mark
+from workbench.record import JobRecord
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
