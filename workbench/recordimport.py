@@ -2,7 +2,8 @@
 
 Every member of an archive is checked before anything is extracted (no absolute path, no `..`,
 no link, one top folder named like a session id); the files land in a temp folder inside the
-sessions root, every file is checked against `manifest.sha256`, and only then is the folder
+sessions root, every file is checked against the record's manifests (`export/*.sha256`, each
+against the base it states: `manifest_base`), and only then is the folder
 renamed into place, so a refused record leaves nothing behind. The imported session keeps its
 files byte for byte (session.json too); `imported.json` beside them says where it came from.
 """
@@ -37,15 +38,15 @@ class RecordRefused(Exception):
 
 
 def manifest_base(manifest_path: Path, listed: Dict[str, str]) -> Path:
-    """The folder the manifest's paths are relative to, as the manifest itself states it.
+    """The folder a manifest's paths are relative to, as the manifest states it: the one place that knows.
 
-    The one place that knows the manifest's base. `export` writes manifest.sha256 into the
-    session's `export/` folder with paths relative to the session folder (`jobs/...`,
-    `export/report.md`); a manifest whose paths name its own folder's files is taken as based there.
+    A manifest that lists `session.json` or `export/...` paths is based at the session folder (the
+    `manifest.sha256` export wrote first, and `session.sha256`); any other one at its own folder
+    (a `manifest.sha256` of the export folder's files, checkable with `sha256sum -c` right there).
     """
     here = Path(manifest_path).parent
-    if here.name == EXPORT_DIR and any(rel.startswith(EXPORT_DIR + "/") for rel in listed):
-        return here.parent
+    if "session.json" in listed or any(rel.startswith(EXPORT_DIR + "/") for rel in listed):
+        return here.parent if here.name == EXPORT_DIR else here
     return here
 
 
@@ -65,47 +66,52 @@ def read_manifest(manifest_path: Path) -> Dict[str, str]:
     return listed
 
 
-def _inside(rel: str) -> bool:
-    """A manifest path that stays inside its base: relative, no '..', no empty part."""
-    parts = rel.split("/")
-    return not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+def record_manifests(session_dir: Path) -> List[Tuple[Path, Path, Dict[str, str]]]:
+    """(manifest, its base, its entries) of every manifest of an unpacked record, `manifest.sha256` first."""
+    session_dir = Path(session_dir)
+    first = session_dir / EXPORT_DIR / MANIFEST_NAME
+    if not first.is_file():
+        raise RecordRefused("%s: no %s/%s: not a record written by `ms-workbench export`" % (
+            session_dir, EXPORT_DIR, MANIFEST_NAME))
+    out = []
+    for path in [first] + sorted(p for p in (session_dir / EXPORT_DIR).glob("*.sha256") if p != first):
+        listed = read_manifest(path)
+        out.append((path, manifest_base(path, listed), listed))
+    return out
 
 
 def verify_record(session_dir: Path) -> Dict[str, Any]:
-    """Check every file of an unpacked record against its manifest; RecordRefused names the first mismatch.
+    """Check every file of an unpacked record against its manifests; RecordRefused names the first mismatch.
 
-    Every listed file must exist with its hash, and every file present must be listed (the manifest
-    itself, the archive beside it and `imported.json` excepted). Returns {files, manifest_sha256}.
+    Every listed file must exist with its hash, and every file present must be listed by a manifest
+    (`manifest.sha256` itself, the archive beside it and `imported.json` excepted). Files are named
+    from the session folder. Returns {files, manifest_sha256}.
     """
-    session_dir = Path(session_dir)
-    manifest = session_dir / EXPORT_DIR / MANIFEST_NAME
-    if not manifest.is_file():
-        raise RecordRefused("%s: no %s/%s: not a record written by `ms-workbench export`" % (
-            session_dir, EXPORT_DIR, MANIFEST_NAME))
-    listed = read_manifest(manifest)
-    base = manifest_base(manifest, listed)
-    for rel in sorted(listed):
-        if not _inside(rel):
-            raise RecordRefused("%s lists %r, which leaves the record's folder" % (manifest, rel))
-        path = base / rel
-        if path.is_symlink() or not path.is_file():
-            raise RecordRefused("%s: listed in the manifest but missing from the record" % rel)
-        actual = sha256_file(path)
-        if actual != listed[rel]:
-            raise RecordRefused("%s: SHA-256 %s, the manifest says %s (the file changed after export)" % (
-                rel, actual, listed[rel]))
-    unlisted = sorted(set(_files_under(base)) - set(listed) - _not_listed_by_design(base, manifest))
+    session_dir = Path(session_dir).resolve()
+    covered = set()
+    for manifest, base, listed in record_manifests(session_dir):
+        for rel in sorted(listed):
+            path = Path(os.path.normpath(str(base / rel)))
+            name = os.path.relpath(str(path), str(session_dir)).replace(os.sep, "/")
+            if rel.startswith("/") or name.startswith("../") or name == "..":
+                raise RecordRefused("%s lists %r, which leaves the record's folder" % (manifest.name, rel))
+            if path.is_symlink() or not path.is_file():
+                raise RecordRefused("%s: listed in %s but missing from the record" % (name, manifest.name))
+            actual = sha256_file(path)
+            if actual != listed[rel]:
+                raise RecordRefused("%s: SHA-256 %s, %s says %s (the file changed after export)" % (
+                    name, actual, manifest.name, listed[rel]))
+            covered.add(name)
+    unlisted = sorted(set(_files_under(session_dir)) - covered - _not_listed_by_design(session_dir))
     if unlisted:
         raise RecordRefused("%s: in the record but not in its manifest" % unlisted[0])
-    return {"files": len(listed), "manifest_sha256": sha256_file(manifest)}
+    return {"files": len(covered), "manifest_sha256": sha256_file(session_dir / EXPORT_DIR / MANIFEST_NAME)}
 
 
-def _not_listed_by_design(base: Path, manifest: Path) -> set:
-    """Files export writes after the manifest (the manifest, the archive) and the import mark."""
-    rel_manifest = os.path.relpath(str(manifest), str(base)).replace(os.sep, "/")
-    folder = rel_manifest.rsplit("/", 1)[0] + "/" if "/" in rel_manifest else ""
-    sid = base.name
-    return {rel_manifest, folder + "%s.tar.gz" % sid, IMPORT_MARK}
+def _not_listed_by_design(session_dir: Path) -> set:
+    """Files export writes after its manifests (manifest.sha256, the archive) and the import mark."""
+    sid = Path(session_dir).name
+    return {"%s/%s" % (EXPORT_DIR, MANIFEST_NAME), "%s/%s.tar.gz" % (EXPORT_DIR, sid), IMPORT_MARK}
 
 
 def _files_under(base: Path) -> List[str]:
@@ -317,20 +323,21 @@ def reverify_imported_file(path: Path) -> Optional[Dict[str, Any]]:
         return None
     path = Path(path).resolve()
     rel = os.path.relpath(str(path), str(session_dir)).replace(os.sep, "/")
-    manifest = session_dir / EXPORT_DIR / MANIFEST_NAME
-    listed = read_manifest(manifest)
-    base = manifest_base(manifest, listed)
-    rel_to_base = os.path.relpath(str(path), str(base)).replace(os.sep, "/")
-    expected = listed.get(rel_to_base)
+    expected, manifest_name = None, MANIFEST_NAME
+    for manifest, base, listed in record_manifests(session_dir):
+        expected = listed.get(os.path.relpath(str(path), str(base)).replace(os.sep, "/"))
+        if expected is not None:
+            manifest_name = manifest.name
+            break
     if expected is None:
-        raise RecordRefused("%s is not in the manifest of imported session %s" % (rel, session_dir.name))
+        raise RecordRefused("%s is not in the manifests of imported session %s" % (rel, session_dir.name))
     actual = sha256_file(path)
     if actual != expected:
-        raise RecordRefused("%s of imported session %s: SHA-256 %s, its manifest says %s (changed since import)"
-                            % (rel, session_dir.name, actual, expected))
+        raise RecordRefused("%s of imported session %s: SHA-256 %s, its %s says %s (changed since import)"
+                            % (rel, session_dir.name, actual, manifest_name, expected))
     recorded = _artifact_sha256(session_dir, rel)
     if recorded is not None and recorded != actual:
         raise RecordRefused("%s of imported session %s: SHA-256 %s, its artifact event says %s" % (
             rel, session_dir.name, actual, recorded))
-    return {"session": session_dir.name, "file": rel, "sha256": actual, "manifest": str(manifest),
+    return {"session": session_dir.name, "file": rel, "sha256": actual, "manifest": manifest_name,
             "artifact_event": recorded is not None}

@@ -1,5 +1,6 @@
 """`ms-workbench import`: a real exported record verified file by file, tampering and escaping members refused."""
 
+import hashlib
 import io
 import json
 import os
@@ -154,7 +155,7 @@ def test_a_reused_checkpoint_of_an_import_is_re_verified(archive, tmp_path):
     data = bytearray(ckpt.read_bytes())
     data[100] ^= 0xFF
     ckpt.write_bytes(bytes(data))
-    with pytest.raises(RecordRefused, match="best.ckpt of imported session %s: SHA-256 .* manifest says" % SID):
+    with pytest.raises(RecordRefused, match="best.ckpt of imported session %s: SHA-256 .* manifest.sha256 says" % SID):
         reverify_imported_file(ckpt)
     local = tmp_path / "local.ckpt"
     shutil.copyfile(str(ckpt), str(local))
@@ -172,3 +173,31 @@ def test_the_record_and_export_of_an_imported_session_say_so(archive, tmp_path):
     assert "| imported | from devboard-01" in render(report)
     proc = run_cli("export", SID, "--no-screenshots", "--sessions", root)
     assert proc.returncode == 2 and "imported record (read-only)" in proc.stderr
+
+
+def test_manifests_relative_to_their_own_folders_verify_too(archive, tmp_path):
+    """The layout where export/manifest.sha256 lists the export folder's files (relative to it) and
+    export/session.sha256 the session's files (relative to the session folder)."""
+    from workbench.report.manifest import manifest_text, parse_manifest
+
+    with tarfile.open(str(archive)) as tar:
+        tar.extractall(str(tmp_path / "unpacked"))
+    record = tmp_path / "unpacked" / SID
+    old = parse_manifest((record / "export" / "manifest.sha256").read_text())
+    session = {rel: sha for rel, sha in old.items() if not rel.startswith("export/")}
+    (record / "export" / "session.sha256").write_text(manifest_text(session.items()))
+    own = {rel[len("export/"):]: sha for rel, sha in old.items() if rel.startswith("export/")}
+    own["session.sha256"] = hashlib.sha256((record / "export" / "session.sha256").read_bytes()).hexdigest()
+    (record / "export" / "manifest.sha256").write_text(manifest_text(own.items()))
+    assert verify_record(record)["files"] == len(old) + 1
+    report = record / "export" / "report.md"
+    report.write_bytes(report.read_bytes().replace(b"#", b"%", 1))
+    with pytest.raises(RecordRefused, match="export/report.md: SHA-256 .*, manifest.sha256 says"):
+        verify_record(record)
+    report.write_bytes(report.read_bytes().replace(b"%", b"#", 1))
+    ckpt = record / "jobs" / "train-001" / "artifacts" / "best.ckpt"
+    data = ckpt.read_bytes()
+    ckpt.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(RecordRefused, match="jobs/train-001/artifacts/best.ckpt: SHA-256 .*, session.sha256 says"):
+        import_record(tmp_path / "sessions", record)
+    assert nothing_added(tmp_path / "sessions")
