@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, r
 
 TINY = ["train.train_limit=2000", "train.val_limit=500", "train.epochs=2", "device.target=CPU"]
 TIMEOUT_S = 180
+LOCKS = {}  # MS_WORKBENCH_LOCK_DIR of this module's jobs: the module fixture runs before the per-test one
 
 
 def run_job(root: Path, kind: str, sid: str = "", *sets: str) -> Path:
@@ -31,7 +32,7 @@ def run_job(root: Path, kind: str, sid: str = "", *sets: str) -> Path:
     args = ["run", kind, "--sessions", root] + (["--session", sid] if sid else [])
     for item in sets:
         args += ["--set", item]
-    proc = run_cli(*args, timeout=TIMEOUT_S)
+    proc = run_cli(*args, timeout=TIMEOUT_S, env=LOCKS)
     found = re.search(r"job \S+ in session (\S+): (\S+)", proc.stderr)
     assert found, proc.stderr
     return Path(found.group(2))
@@ -49,6 +50,7 @@ def checks(job: Path, cid: str) -> list:
 def trained(tmp_path_factory):
     """Session with train-001 (lr 0.001), train-002 (lr 0.01), each tested once."""
     root = tmp_path_factory.mktemp("compare") / "sessions"
+    LOCKS["MS_WORKBENCH_LOCK_DIR"] = str(root.parent / "locks")  # never the machine's: other tests run jobs too
     first = run_job(root, "train", "", *TINY)
     sid = first.parent.parent.name
     second = run_job(root, "train", sid, *(TINY + ["train.lr=0.01"]))
@@ -137,5 +139,10 @@ def test_export_import_compare_and_reuse_elsewhere(trained, tmp_path):
     fin = finished(again)
     assert fin["status"] == "failed" and fin["error"]["type"] == "CheckpointMismatch"
     assert checks(again, "imported-checkpoint")[0]["status"] == Evidence.FAIL
+    for kind, key in (("export", "export.from"), ("align", "align.weights_from")):
+        reused = run_job(other, kind, lsid, "%s=%s/train-002" % (key, sid), "device.target=CPU")
+        fin = finished(reused)
+        assert fin["status"] == "failed" and fin["error"]["type"] == "CheckpointMismatch", (kind, fin)
+        assert key in fin["error"]["message"] and "best.ckpt of imported session" in fin["error"]["message"]
     refused_run = run_cli("run", "drill", "--session", sid, "--sessions", other)
     assert refused_run.returncode == 2 and "imported record (read-only)" in refused_run.stderr
