@@ -135,7 +135,10 @@ class CompareOverlay(ModalScreen):
                     yield Static("", id="cmp-%s" % part, classes="cmp-section")
 
     def on_mount(self) -> None:
-        self.query_one("#cmp-box").border_title = "compare runs"
+        self.query_one("#cmp-body").focus()  # the arrow keys scroll the sections at once
+        box = self.query_one("#cmp-box")
+        box.border_title = "compare runs (A = reference, delta = B - A)"
+        box.border_subtitle = "Esc close  w swap A/B  r reload  ↑↓ PgUp PgDn scroll"
         self.action_reload()
 
     def action_reload(self) -> None:

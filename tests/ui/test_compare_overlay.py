@@ -54,6 +54,9 @@ async def test_overlay_compares_the_followed_run_with_the_picked_one(tmp_path):
         assert result["a"]["jid"] == "train-002" and result["b"]["jid"] == "train-001"  # followed = A
         assert [d["key"] for d in result["config_diff"]] == ["train.lr"]
         assert result["verdict"]["status"] == "observed-fail"  # the documented defaults, as in the CLI
+        body = overlay.query_one("#cmp-body")
+        await pilot.press("pagedown")  # at 80x24 the sections scroll under the fixed header and chart
+        await until(pilot, lambda: body.scroll_y > 0, what="the sections to scroll")
         await pilot.press("w")
         await until(pilot, lambda: overlay.result["a"]["jid"] == "train-001", what="swapped runs")
         await pilot.press("escape")
