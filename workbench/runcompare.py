@@ -60,11 +60,11 @@ def flatten(cfg: Any, prefix: str = "") -> Dict[str, Any]:
     return out
 
 
+_ABSENT = object()  # a key one config has and the other lacks
+
+
 def _missing(value: Any) -> Any:
     return "(absent)" if value is _ABSENT else value
-
-
-_ABSENT = object()
 
 
 def config_diff(cfg_a: Dict[str, Any], cfg_b: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -254,8 +254,9 @@ def verdict(a: Any, b: Any, test_a: Optional[Dict[str, Any]], test_b: Optional[D
         return {"status": Evidence.NOT_RUN, "summary": "not-run: " + "; ".join(missing), "numbers": [],
                 "short": missing[0] + more,
                 "missing": missing, "tolerances": tol._asdict()}
-    numbers = [_judge("test macro-F1 |B - A|", "macro-F1", "max_macro_f1_delta", abs(test_b["macro_f1"] - test_a["macro_f1"]),
-                      tol.max_macro_f1_delta, {"a": test_a["macro_f1"], "b": test_b["macro_f1"]})]
+    macro = abs(test_b["macro_f1"] - test_a["macro_f1"])
+    numbers = [_judge("test macro-F1 |B - A|", "macro-F1", "max_macro_f1_delta", macro, tol.max_macro_f1_delta,
+                      {"a": test_a["macro_f1"], "b": test_b["macro_f1"]})]
     classes = [c for c in class_deltas(test_a.get("per_class"), test_b.get("per_class")) if c["delta"] is not None]
     if classes:
         worst = max(classes, key=lambda c: abs(c["delta"]))

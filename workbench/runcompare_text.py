@@ -93,7 +93,8 @@ def render_text(result: Dict[str, Any]) -> str:
     """The whole comparison for a terminal."""
     a, b = result["a"], result["b"]
     parts = ["%s  %s  (%s, %s%s)" % (side.upper(), run["ref"], run["device"], run["status"] or "?",
-                                      ", imported" if run.get("imported") else "") for side, run in (("a", a), ("b", b))]
+                                      ", imported" if run.get("imported") else "")
+             for side, run in (("a", a), ("b", b))]
     parts += ["", "## config (keys that differ)"] + config_lines(result)
     parts += ["", "## environment"] + environment_lines(result)
     parts += ["", "## epochs (delta = B - A)"] + epoch_table(result)
