@@ -201,3 +201,16 @@ def test_manifests_relative_to_their_own_folders_verify_too(archive, tmp_path):
     with pytest.raises(RecordRefused, match="jobs/train-001/artifacts/best.ckpt: SHA-256 .*, session.sha256 says"):
         import_record(tmp_path / "sessions", record)
     assert nothing_added(tmp_path / "sessions")
+
+
+def test_an_archive_that_is_not_one_session_folder_is_refused(tmp_path):
+    for names, why in [(["a/x", "b/y"], "2 top-level entries"), (["notasession/x"], "not a session id")]:
+        path = tmp_path / ("%d.tar.gz" % len(why))
+        with tarfile.open(str(path), "w:gz") as tar:
+            for name in names:
+                info = tarfile.TarInfo(name)
+                info.size = 1
+                tar.addfile(info, io.BytesIO(b"x"))
+        with pytest.raises(RecordRefused, match=why):
+            import_record(tmp_path / "sessions", path)
+        assert nothing_added(tmp_path / "sessions")

@@ -157,6 +157,9 @@ def test_compare_cli_json_and_out(tmp_path):
                     "--set", "compare.max_macro_f1_delta=0.05", "--set", "compare.max_class_f1_delta=0.3",
                     "--set", "compare.max_final_loss_rel_delta=0.5")
     assert loose.returncode == 0 and "verdict: observed-pass" in loose.stdout
+    by_folder = run_cli("compare", root / SID / "jobs" / "train-001", root / SID / "jobs" / "train-002", "--json",
+                        "--sessions", tmp_path / "elsewhere")
+    assert json.loads(by_folder.stdout)["config_diff"] == result["config_diff"]
     bad = run_cli("compare", "%s/test-001" % SID, "%s/train-002" % SID, "--sessions", root)
     assert bad.returncode == 2 and "is a test job" in bad.stderr
 
