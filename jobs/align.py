@@ -18,6 +18,7 @@ import numpy as np
 from jobs.align_compare import compare_sides, matched_settings, verdict
 from jobs.align_inputs import INIT_NAME, make_inputs, path_label, weights_source
 from jobs.align_side import EXIT_BLOCKED, SIDE_BLOCKED, SIDE_OK, SIDES, side_paths
+from jobs.imported_ckpt import reverify_checkpoint
 from jobs.msdevice import device_mismatches
 from workbench.atomic import read_json, write_bytes
 from workbench.compare import MATCH_RULE, NONFINITE_RULE, REL_RULE
@@ -56,6 +57,8 @@ def _init_weights(ctx: JobContext) -> Dict[str, Any]:
     """artifacts/init.ckpt: copied from align.weights_from, else built once with train.seed in a small process."""
     target = ctx.artifacts / INIT_NAME
     source = weights_source(ctx.cfg, ctx.dir)
+    if source is not None:
+        reverify_checkpoint(ctx, Path(source["path"]), "align.weights_from")
     if source is not None:
         write_bytes(target, Path(source["path"]).read_bytes())  # a copy in this job's record, written atomically
         art = ctx.artifact(target, "init-weights", source=source["from"])

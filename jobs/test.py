@@ -21,6 +21,7 @@ from workbench.metrics import metrics_report
 from workbench.protocol import Evidence
 
 from jobs import datafeed, models, msdevice, precision
+from jobs.imported_ckpt import counter_home, reverify_checkpoint
 
 COUNTER_NAME = "test_evaluations.json"
 LOCK_NAME = "test_evaluations.lock"
@@ -55,6 +56,7 @@ def main(ctx: JobContext) -> str:
     if not best_json.is_file() or not best_ckpt.is_file():
         raise JobFailed("test.from is %r: %s has no artifacts/best.ckpt + best.json" % (ref, train_dir),
                         hint="the training job writes them after its first validated epoch", type_="FileNotFoundError")
+    reverify_checkpoint(ctx, best_ckpt, "test.from")
     best = read_json(best_json)
     train_cfg = models.read_job_config(train_dir) or best.get("config")
     if not isinstance(train_cfg, dict):
@@ -97,9 +99,10 @@ def main(ctx: JobContext) -> str:
 
     entry = {"job": ctx.meta.get("jid"), "session": ctx.meta.get("session"), "dir": str(ctx.dir), "t": time.time(),
              "accuracy": report["accuracy"], "macro_f1": report["macro_f1"], "checkpoint_sha256": digest}
-    counter = record_evaluation(train_dir, entry)
+    home = counter_home(train_dir, ctx.dir, COUNTER_NAME)  # an imported run's folder is read-only
+    counter = record_evaluation(home, entry)
     count = counter["count"]
-    evidence = {"count": count, "file": str(train_dir / COUNTER_NAME),
+    evidence = {"count": count, "file": str(home / COUNTER_NAME),
                 "jobs": [e.get("job") for e in counter["evaluations"]]}
     if count == 1:
         ctx.check("test-evaluations", "test set evaluated once", Evidence.PASS,

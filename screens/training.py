@@ -139,7 +139,8 @@ class TrainingScreen(WorkbenchScreen):
     title_text = "Training"
     CSS_PATH = "training.tcss"
     BINDINGS = [Binding("s", "start", "Start"), Binding("x", "stop", "Stop"),
-                Binding("t", "test", "Test set"), Binding("p", "profile", "Profile run")]
+                Binding("t", "test", "Test set"), Binding("p", "profile", "Profile run"),
+                Binding("c", "compare", "Compare")]
 
     def compose_body(self) -> ComposeResult:
         cfg = self.app.cfg
@@ -223,6 +224,12 @@ class TrainingScreen(WorkbenchScreen):
             self.app.notify("the test set was already evaluated %d time(s) for %s: every evaluation is recorded"
                             % (self.view.test_count(), self.view.jid), severity="warning", timeout=8)
         self.app.start_job("test", {"test": {"from": self.view.jid}})
+
+    def action_compare(self) -> None:
+        """Overlay a second run (this session's or an imported one) on the followed one."""
+        from screens.compare_overlay import open_compare
+
+        open_compare(self)
 
     def _changed(self, part: str, key: Any) -> bool:
         """True when a part's inputs differ from its last drawing (redraw only what changed)."""

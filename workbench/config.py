@@ -276,6 +276,14 @@ SCHEMA: Dict[str, Any] = {
                             doc="device layer (judged only when the target is a device, never CPU): "
                                 "[job kind:]check id"),
     },
+    "compare": {  # effect consistency of two training runs (`ms-workbench compare A B`), on the frozen test set
+        "max_macro_f1_delta": _f(0.02, float, min=0.0, max=1.0,
+                                 doc="largest |test macro-F1 of A - of B| that still counts as the same effect"),
+        "max_class_f1_delta": _f(0.05, float, min=0.0, max=1.0,
+                                 doc="largest |test F1 of A - of B| of any one class"),
+        "max_final_loss_rel_delta": _f(0.10, float, min=0.0,
+                                       doc="largest |final train loss of A - of B| / |of A| (last epoch's mean)"),
+    },
     "limits": {
         "job_timeout_s": _f(0.0, float, int, min=0, doc="0 = no limit"),
         "stall_s": _f(300.0, float, int, min=0, doc="0 = no watchdog"),

@@ -17,6 +17,7 @@ from workbench.atomic import read_json, write_json, write_text
 from workbench.childproc import group_alive, pid_running, stop_group
 from workbench.config import dump
 from workbench.device import DEVICE_JOBS, lock_name, resolve
+from workbench.imported import imported_mark
 from workbench.parallel import MsrunPlan, ParallelError
 from workbench.parallel import plan as plan_msrun
 from workbench.session import SessionStore, job_status
@@ -119,6 +120,9 @@ class JobRunner:
         """Start a job; return its folder at once (the job runs on without us)."""
         if kind not in JOB_KINDS:
             raise RunnerError("unknown job %r (known: %s)" % (kind, ", ".join(JOB_KINDS)))
+        if imported_mark(self.store.session_dir(sid)) is not None:
+            raise RunnerError("session %s is an imported record (read-only): run jobs in a session of your own; "
+                              "refer to its runs as %s/<job id>" % (sid, sid))
         python = cfg.get("python") or sys.executable
         if os.sep in python and not os.access(python, os.X_OK):
             raise RunnerError("python: %r is not an executable interpreter (config key 'python')" % python)

@@ -11,6 +11,7 @@ from workbench.protocol import Evidence
 
 from jobs.export.common import fmt, short
 from jobs.export.state import ExportRun
+from jobs.imported_ckpt import reverify_checkpoint
 
 
 class Source:
@@ -90,6 +91,8 @@ def load_source(run: ExportRun) -> SourceNet:
     from jobs.models import build_net
 
     src = resolve_source(run.ctx.dir, run.export["from"])
+    if src.ckpt is not None:
+        reverify_checkpoint(run.ctx, Path(src.ckpt), "export.from")
     model_cfg = dict(run.cfg.model)
     if src.best and isinstance(src.best.get("model"), dict):
         model_cfg.update({k: src.best["model"][k] for k in ("name", "hidden") if k in src.best["model"]})

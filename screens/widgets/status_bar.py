@@ -6,6 +6,8 @@ from typing import Any
 
 from textual.widgets import Static
 
+from workbench.imported import imported_label, imported_summary
+
 
 class StatusBar(Static):
     """Shows the session id and the device jobs will run on."""
@@ -22,10 +24,21 @@ class StatusBar(Static):
         dev = app.device
         running = len(app.tracker.running()) if app.tracker else 0
         mode = getattr(app.screen, "title_text", "")
-        text = "ms-workbench │ %s │ session %s │ device %s:%s (%s) │ %s running%s" % (
-            mode, app.sid or "(new)", dev["resolved"], dev["id"],
+        text = "ms-workbench │ %s │ session %s%s │ device %s:%s (%s) │ %s running%s" % (
+            mode, app.sid or "(new)", self._imported(app), dev["resolved"], dev["id"],
             "auto" if dev["requested"] == "auto" else "set", running,
             " │ low-bandwidth" if app.low_bandwidth else "")
         if text != getattr(self, "_text", None):
             self._text = text
             self.update(text, layout=False)  # one fixed line: no reflow of the screen
+
+    def _imported(self, app: Any) -> str:
+        """' (imported from HOST, read-only)' for an imported record's session, read once per session."""
+        cached = getattr(self, "_imported_for", None)
+        if cached is None or cached[0] != app.sid:
+            label = ""
+            if app.sid and getattr(app, "store", None) is not None:
+                label = imported_label(imported_summary(app.store.root / app.sid)).replace("  imported", " (imported")
+                label = label + ")" if label else ""
+            self._imported_for = cached = (app.sid, label)
+        return cached[1]

@@ -1,4 +1,4 @@
-"""The command line: `ms-workbench run|watch|sessions|export|accept|attach|serve|data`, or the TUI.
+"""The command line: `ms-workbench run|watch|sessions|export|import|compare|accept|attach|serve|data`, or the TUI.
 
 The entry point is the one part of `workbench` that may reach the UI side: it starts the app
 (`screens.app`), asks `screens.screenshots` for the record's pictures, and draws rich bars
@@ -18,7 +18,9 @@ from typing import List, Optional
 
 from workbench import __version__
 from workbench.config import ConfigError, load
+from workbench.cli.records import add_record_commands
 from workbench.protocol import EventReader, decode_line
+from workbench.imported import imported_label, imported_summary
 from workbench.refs import BadReference
 from workbench.runner import JOB_KINDS, JobRunner, RunnerError
 from workbench.session import SessionStore, job_status, sessions_root
@@ -209,14 +211,15 @@ def cmd_sessions(args) -> int:
     for sid in store.sessions():
         jobs = [{"jid": j.name, "status": job_status(j).state, "reason": job_status(j).reason,
                  "duration_s": job_status(j).duration_s} for j in store.jobs(sid)]
-        rows.append({"id": sid, "dir": str(store.root / sid), "bytes": store.size_bytes(sid), "jobs": jobs})
+        rows.append({"id": sid, "dir": str(store.root / sid), "bytes": store.size_bytes(sid), "jobs": jobs,
+                     "imported": imported_summary(store.root / sid)})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
         print("no sessions under %s" % store.root)
     for row in rows:
-        print("%s  %s  %d jobs" % (row["id"], _size(row["bytes"]), len(row["jobs"])))
+        print("%s  %s  %d jobs%s" % (row["id"], _size(row["bytes"]), len(row["jobs"]), imported_label(row["imported"])))
         for job in row["jobs"]:
             label = job["status"] + (": " + job["reason"] if job["reason"] else "")
             print("  %-12s %s" % (job["jid"], label))
@@ -245,6 +248,10 @@ def cmd_export(args) -> int:
         store.session_dir(sid)
     except (BadReference, FileNotFoundError) as exc:
         print("error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    if imported_summary(store.root / sid) is not None:
+        print("error: session %s is an imported record (read-only); its record is %s" % (
+            sid, store.root / sid / "export"), file=sys.stderr)
         return USAGE_ERROR
     shots = None if args.no_screenshots else shooter(store.root, sid)
     try:
@@ -376,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.cli.accept import add_parser as add_accept
 
     add_accept(sub, [common, cfg])
+
+    add_record_commands(sub, common, cfg)
 
     p = sub.add_parser("attach", parents=[common, cfg], help="open the workbench on a session")
     p.add_argument("sid")

@@ -17,6 +17,7 @@ from workbench.acceptance import evaluate
 from workbench.config import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
+from workbench.imported import imported_mark
 from workbench.record import JobRecord
 from workbench.report.limitations import limitations
 from workbench.report.performance import parallel_record, performance_rows
@@ -196,6 +197,7 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
     cfg = load()  # the same computation as `ms-workbench accept`
     report["acceptance"] = evaluate(fold_session(session_dir), acceptance if acceptance is not None
                                     else cfg["acceptance"], cfg.get("compare"))
+    report["session"]["imported"] = imported_mark(session_dir)  # None for a session made here
     return report
 
 

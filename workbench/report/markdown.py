@@ -155,6 +155,10 @@ class ReportWriter:
                      s["id"], s["host"] or "-", s["user"] or "-", s["created_iso"] or "-", s["last_activity_iso"] or "-",
                      self.r["generated"]["iso"], self.r["generated"]["by"], h.size(s["bytes"]),
                      s["command_line"] or "-"), "")
+        if s.get("imported"):
+            imp = s["imported"]
+            self.add("**Imported** from host %s (revision %s): %s files verified against its manifest." % (
+                imp.get("host") or "-", imp.get("revision") or "-", imp.get("files_verified")), "")
         self.add(*table(["job", "kind", "status", "started", "duration", "device", "events"],
                         [(j["jid"], j["kind"], j["label"], j["created_iso"], h.seconds(j["duration_s"]), j["device"],
                           j["events"]) for j in s["jobs"]]))
