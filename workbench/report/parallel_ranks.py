@@ -1,0 +1,75 @@
+"""The session record's data-parallel lines: every rank's throughput, the effective batch, the parity caveat."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional
+
+# The last measured run of bench/parallel_parity.py (docs/PERFORMANCE.md, "Data-parallel parity").
+# Update it with every run of the bench: the record repeats the caveat while goal_met is not True.
+PARITY_BENCH: Dict[str, Any] = {
+    "goal_met": None,
+    "measured": "not measured yet",
+    "rule": "mean difference (2 ranks × batch 32 − 1 process × batch 64) of validation accuracy and macro-F1 "
+            "within one standard deviation of single-process seed-to-seed spread at every epoch",
+    "where": "docs/PERFORMANCE.md#data-parallel-parity",
+}
+
+
+def parity_caveat(bench: Optional[Dict[str, Any]] = None) -> Optional[str]:
+    """None when the parity bench met its goal; otherwise the sentence the record shows."""
+    bench = PARITY_BENCH if bench is None else bench
+    if bench.get("goal_met") is True:
+        return None
+    how = "has not met its goal" if bench.get("goal_met") is False else "has not been run"
+    return ("data-parallel parity bench %s (%s): learning with several ranks may differ from one process "
+            "beyond seed-to-seed spread; see %s" % (how, bench.get("measured"), bench.get("where")))
+
+
+def _steady(perf: Dict[str, Any]) -> Dict[str, Any]:
+    steady = perf.get("steady") or {}
+    return {"images_per_s": steady.get("images_per_s"), "median_ms": steady.get("median_ms"),
+            "steps": steady.get("n")}
+
+
+def rank_throughput(perf_events: Iterable[Dict[str, Any]],
+                    gathered: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+    """One row per rank: steady images/s and median step of its whole run.
+
+    From this job's own `perf` events (scope "run") where the rank wrote into this job folder, and
+    from `gathered` (rank 0's result: every rank's numbers, collected over the cluster) for ranks
+    that ran on other nodes.
+    """
+    rows: Dict[int, Dict[str, Any]] = {}
+    for perf in perf_events:
+        rank = perf.get("rank")
+        if isinstance(rank, int) and perf.get("scope") == "run":
+            rows[rank] = dict(_steady(perf), rank=rank, source="perf event in this job")
+    for entry in gathered or []:
+        rank = entry.get("rank")
+        if isinstance(rank, int) and rank not in rows:
+            rows[rank] = {"rank": rank, "images_per_s": entry.get("images_per_s"),
+                          "median_ms": entry.get("median_ms"), "steps": entry.get("steps"),
+                          "source": "collected by rank 0 over the cluster"}
+    return [rows[r] for r in sorted(rows)]
+
+
+def parallel_summary(cfg: Dict[str, Any], perf_events: Iterable[Dict[str, Any]],
+                     result: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+    """Effective batch, per-rank throughput and the parity caveat of a data-parallel run; None for one process."""
+    train = cfg.get("train") or {}
+    par = train.get("parallel") or {}
+    workers = int(par.get("workers") or 1)
+    if workers <= 1:
+        return None
+    summary = (result or {}).get("parallel") or {}
+    ranks = rank_throughput(perf_events, summary.get("ranks"))
+    rates = [r["images_per_s"] for r in ranks if isinstance(r.get("images_per_s"), (int, float))]
+    return {
+        "effective_batch": workers * int(train.get("batch_size") or 0),
+        "effective_batch_rule": "train.parallel.workers × train.batch_size images per optimizer step",
+        "ranks": ranks,
+        "ranks_missing": [r for r in range(workers) if r not in {row["rank"] for row in ranks}],
+        "images_per_s_all_ranks": sum(rates) if len(rates) == workers else None,
+        "rank0_job": summary.get("rank0_job"),
+        "parity_caveat": parity_caveat(),
+    }
