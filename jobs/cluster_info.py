@@ -16,9 +16,11 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from workbench.atomic import write_json
 from workbench.jobkit import JobContext, JobFailed
 
 GATHER_BYTES = 2048  # room for one rank's JSON; a longer one is an error, never silently cut
+NODE_SUMMARY = ("ranks", "node.json")  # jobs/msrun_rank.py turns it into the node job's job-level result
 
 
 def gather_json(obj: Any, size: int) -> List[Any]:
@@ -70,13 +72,15 @@ def ranks_of_node(cfg: Any, node_rank: int) -> List[int]:
     return list(range(node_rank * local, (node_rank + 1) * local))
 
 
-def node_summary(ctx: JobContext, info: Dict[str, Any], places: List[Dict[str, Any]],
-                 ranks: Optional[List[Dict[str, Any]]]) -> Optional[Dict[str, Any]]:
-    """The result of a node's job when rank 0 runs elsewhere (None on the node of rank 0)."""
+def leave_node_summary(ctx: JobContext, info: Dict[str, Any], places: List[Dict[str, Any]],
+                       ranks: Optional[List[Dict[str, Any]]]) -> Optional[Dict[str, Any]]:
+    """On the first rank of a node without rank 0: write the node's summary for its job-level result."""
     here = ranks_of_node(ctx.cfg, info["node_rank"])
-    if 0 in here:
+    if 0 in here or info["rank"] != here[0]:
         return None
-    return {"role": "node %d of a multi-node run: ranks %s trained here; rank 0's job holds the validation, "
-                    "checkpoints, weights check and the run's summary" % (info["node_rank"], here),
-            "ranks_here": here, "parallel": dict(info), "rank0_job": places[0], "places": places,
-            "ranks": [r for r in ranks or [] if r.get("rank") in here]}
+    summary = {"role": "node %d of a multi-node run: ranks %s trained here; rank 0's job holds the validation, "
+                       "checkpoints, weights check and the run's summary" % (info["node_rank"], here),
+               "ranks_here": here, "parallel": dict(info), "rank0_job": places[0], "places": places,
+               "ranks": [r for r in ranks or [] if r.get("rank") in here]}
+    write_json(ctx.dir.joinpath(*NODE_SUMMARY), summary)
+    return summary

@@ -55,6 +55,7 @@ from workbench.protocol import EventReader, EventWriter, read_all  # noqa: E402
 
 RANKS_DIR = "ranks"  # rank<k>.json (pids, how it ended), scheduler.json, failed.json
 FAILED = "failed.json"  # the first rank failure of the job
+NODE_SUMMARY = "node.json"  # a node without rank 0: what its first rank leaves for the job-level result
 CRASH_AFTER_STEPS = 2  # train.parallel.crash_rank: the rank is killed after this many steps
 SCHEDULER_CODE = "from mindspore.communication import init; init()"  # blocks until the cluster ends
 SCHEDULER_STOP_GRACE_S = 2.0
@@ -143,7 +144,11 @@ def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
 
 
 def report_node_ok(job_dir: Path, rank: int) -> bool:
-    """On a node without rank 0: its first rank ended well, so the node's job ends ok (unless a rank failed)."""
+    """On a node without rank 0: its first rank ended well, so the node's job ends ok (unless a rank failed).
+
+    The rank's summary of the node (ranks/node.json: which ranks ran here, where rank 0's job
+    is) becomes the job's `result`, ahead of the `finished` event.
+    """
     ranks = job_dir / RANKS_DIR
     ranks.mkdir(exist_ok=True)
     with open(str(ranks / ".report.lock"), "a+") as lock:
@@ -155,6 +160,8 @@ def report_node_ok(job_dir: Path, rank: int) -> bool:
         writer = EventWriter(str(events_path), extra={"by": "launcher of rank %d" % rank})
         writer.seq = max([s for s in seqs if isinstance(s, int)] + [-1]) + 1
         try:
+            if (ranks / NODE_SUMMARY).exists():
+                writer.emit("result", summary=read_json(ranks / NODE_SUMMARY))
             writer.emit("finished", fsync=True, status="ok", error=None,
                         note="rank %d, this node's first rank, finished ok; rank 0's job (node 0) holds the "
                              "run's validation, checkpoints and weights check" % rank)

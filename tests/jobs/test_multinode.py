@@ -24,7 +24,8 @@ from tests.conftest import cli_argv, cli_env, wait_for
 from tests.jobs.test_parallel import assert_no_process_left, by_type, processes_of
 from workbench.atomic import read_json
 from workbench.protocol import read_all
-from workbench.session import job_status
+from workbench.report.collect import collect
+from workbench.session import SessionStore, job_status
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed"),
@@ -150,10 +151,18 @@ def test_two_nodes_train_together_and_both_jobs_end_ok(sessions, two_nodes, tmp_
 
     # Node 1's job: no validation or checkpoints; its record says which rank ran and where rank 0's job is.
     assert not by_type(ev1[1], "epoch") and not (job1 / "artifacts" / "best.ckpt").exists()
-    result1 = by_type(ev1[1], "result")[-1]["summary"]
+    assert not by_type(ev1[1], "result"), "the node's result is job-level, written by its first rank's launcher"
+    result1 = by_type(ev1[-1], "result")[-1]["summary"]
     assert result1["ranks_here"] == [1] and result1["parallel"]["node_rank"] == 1
     assert result1["rank0_job"]["dir"] == str(job0) and result1["rank0_job"]["host"]
     assert read_json(job1 / "exit.json")["returncode"] == 0
+
+    # The session records: rank 0's lists both ranks' throughput; node 1's says which rank ran and where rank 0's job is.
+    par0 = collect(SessionStore(sessions), job0.parent.parent.name)["training"]["runs"][0]["parallel"]
+    assert [r["rank"] for r in par0["ranks"]] == [0, 1] and par0["effective_batch"] == 64
+    assert all(r["images_per_s"] > 0 for r in par0["ranks"]) and par0["ranks_missing"] == []
+    par1 = collect(SessionStore(sessions), job1.parent.parent.name)["training"]["runs"][0]["parallel"]
+    assert par1["ranks_here"] == [1] and par1["rank0_job"]["dir"] == str(job0)
     for job in (job0, job1):
         assert_no_process_left(job)
 

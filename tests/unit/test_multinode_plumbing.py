@@ -73,8 +73,12 @@ def test_a_node_without_rank_0_ends_ok_when_its_first_rank_does(tmp_path):
                              "error": None}) + "\n")
     (job / "exit.json").write_text(json.dumps({"returncode": 0, "duration_s": 38.0}))
     assert job_status(job).label() == "failed: exited 0 without a finished event after 38 s"  # the old report
+    (job / "ranks").mkdir()
+    (job / "ranks" / "node.json").write_text(json.dumps({"ranks_here": [1], "rank0_job": {"dir": "/elsewhere"}}))
     assert msrun_rank.report_node_ok(job, 1)
     assert job_status(job).state == "ok"
+    result = [e for e in read_all(str(job / "events.jsonl")) if e["type"] == "result"]
+    assert len(result) == 1 and "rank" not in result[0] and result[0]["summary"]["ranks_here"] == [1]
     assert validate_file(str(job / "events.jsonl")) == []
 
 

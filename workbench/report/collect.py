@@ -20,6 +20,7 @@ from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.record import JobRecord
 from workbench.report.manifest import SessionFiles
+from workbench.report.parallel_ranks import parallel_summary
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
 from workbench.session_fold import fold_session
@@ -306,9 +307,11 @@ def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if int(par.get("workers") or 1) <= 1:
         return None
     checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
-    return {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
-            "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
-            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN}
+    rec = {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
+           "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
+           "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN}
+    rec.update(parallel_summary(j["config"], j["perf"], j["result"] if isinstance(j["result"], dict) else None) or {})
+    return rec
 
 
 def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:

@@ -61,8 +61,11 @@ def parallel_summary(cfg: Dict[str, Any], perf_events: Iterable[Dict[str, Any]],
     workers = int(par.get("workers") or 1)
     if workers <= 1:
         return None
-    summary = (result or {}).get("parallel") or {}
-    ranks = rank_throughput(perf_events, summary.get("ranks"))
+    result = result or {}
+    summary = result.get("parallel") or {}
+    # Rank 0's result gathers every rank's numbers; a node without rank 0 has its own ranks' only.
+    ranks = rank_throughput(perf_events, summary.get("ranks") or result.get("ranks"))
+    places = summary.get("places") or result.get("places") or []
     rates = [r["images_per_s"] for r in ranks if isinstance(r.get("images_per_s"), (int, float))]
     return {
         "effective_batch": workers * int(train.get("batch_size") or 0),
@@ -70,6 +73,7 @@ def parallel_summary(cfg: Dict[str, Any], perf_events: Iterable[Dict[str, Any]],
         "ranks": ranks,
         "ranks_missing": [r for r in range(workers) if r not in {row["rank"] for row in ranks}],
         "images_per_s_all_ranks": sum(rates) if len(rates) == workers else None,
-        "rank0_job": summary.get("rank0_job"),
+        "ranks_here": result.get("ranks_here"),
+        "rank0_job": result.get("rank0_job") or (places[0] if places else None),
         "parity_caveat": parity_caveat(),
     }
