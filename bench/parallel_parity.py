@@ -183,11 +183,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--job-timeout-s", type=int, default=1800)
     parser.add_argument("--python", default=sys.executable, help="interpreter for the CLI (and the jobs)")
     parser.add_argument("--sessions", help="sessions root (default: a temporary folder, kept)")
-    parser.add_argument("--json", default=str(ROOT / "bench" / "parallel_parity.json"), help="where to write results")
+    parser.add_argument("--json", help="where to write the results (default: parallel_parity.json in the sessions root)")
     args = parser.parse_args(argv)
     if args.batch % args.workers:
         parser.error("--batch %d is not a multiple of --workers %d" % (args.batch, args.workers))
     sessions = Path(args.sessions or tempfile.mkdtemp(prefix="parity-"))
+    args.json = args.json or str(sessions / "parallel_parity.json")
     t0 = time.time()
     runs = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
