@@ -116,6 +116,12 @@ def describe_exit(job_dir: Path, rank: int, pid: int, returncode: int, duration_
     return {"status": status, "error": error}
 
 
+def outranks(new: Dict[str, Any], first: Dict[str, Any]) -> bool:
+    """A lost rank replaces an earlier report of another rank (a knock-on: its collective failed)."""
+    return (new.get("type") == ROOT_CAUSE and first.get("type") != ROOT_CAUSE
+            and first.get("rank") not in (new.get("lost_ranks") or []))
+
+
 def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
     """Append the job-level `finished` for a rank's failure; the first failure stays the one named."""
     ranks = job_dir / RANKS_DIR
@@ -128,8 +134,7 @@ def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
         writer = EventWriter(str(events_path), extra={"by": by})
         writer.seq = max([s for s in seqs if isinstance(s, int)] + [-1]) + 1
         try:
-            if first is None or (outcome["error"].get("type") == ROOT_CAUSE
-                                 and first["error"].get("type") != ROOT_CAUSE):
+            if first is None or outranks(outcome["error"], first["error"]):
                 if first is not None:  # the earlier report was a knock-on of this one
                     outcome = dict(outcome, error=dict(outcome["error"], knock_on=first["error"]["message"]))
                 write_json(ranks / FAILED, outcome)

@@ -101,3 +101,10 @@ def test_the_record_lists_every_rank_the_effective_batch_and_the_caveat():
     assert parallel_summary({"train": {"batch_size": 64, "parallel": {"workers": 1}}}, perf) is None
     assert parity_caveat({"goal_met": True}) is None
     assert "has not met its goal" in parity_caveat({"goal_met": False, "measured": "k=5", "where": "docs"})
+
+
+def test_a_rank_that_crashed_here_stays_named_when_the_scheduler_also_reports_it_lost(tmp_path):
+    job = job_dir(tmp_path)
+    msrun_rank.report(job, msrun_rank.describe_exit(job, 1, 11, -11, 2.0), by="launcher of rank 1")
+    chosen = msrun_rank.report(job, msrun_rank.lost_outcome(job, [1], 30.0), by="launcher of the scheduler")
+    assert chosen["error"]["message"] == "rank 1 (pid 11) died with SIGSEGV after 2.0 s"
