@@ -66,9 +66,8 @@ def gather_throughput(info: Dict[str, Any], perf: Dict[str, Any]) -> List[Dict[s
 
 def ranks_of_node(cfg: Any, node_rank: int) -> List[int]:
     """The ranks msrun starts on node `node_rank` (node_rank * local_workers + local rank)."""
-    par = cfg.train.parallel if hasattr(cfg, "train") else cfg["train"]["parallel"]
-    get = (lambda k: getattr(par, k)) if hasattr(par, "workers") else par.__getitem__
-    local = int(get("local_workers") or get("workers"))
+    par = cfg.train.parallel  # a JobConfig
+    local = par.local_workers or par.workers
     return list(range(node_rank * local, (node_rank + 1) * local))
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from jobs import msrun_rank
+from workbench.parallel import heartbeat_env
 from workbench.protocol import read_all, validate_file
 from workbench.report.parallel_ranks import parallel_summary, parity_caveat
 from workbench.session import job_status
@@ -108,3 +109,10 @@ def test_a_rank_that_crashed_here_stays_named_when_the_scheduler_also_reports_it
     msrun_rank.report(job, msrun_rank.describe_exit(job, 1, 11, -11, 2.0), by="launcher of rank 1")
     chosen = msrun_rank.report(job, msrun_rank.lost_outcome(job, [1], 30.0), by="launcher of the scheduler")
     assert chosen["error"]["message"] == "rank 1 (pid 11) died with SIGSEGV after 2.0 s"
+
+
+def test_the_heartbeat_limit_is_a_third_of_the_stall_limit_within_10_to_30_s():
+    def limit(stall_s, environ=None):
+        return heartbeat_env({"limits": {"stall_s": stall_s}}, environ or {}).get("MS_NODE_TIMEOUT")
+    assert [limit(s) for s in (60, 300.0, 20, 0)] == ["20", "30", "10", None]
+    assert limit(60, {"MS_NODE_TIMEOUT": "5"}) is None, "the user's own setting wins"
