@@ -172,7 +172,8 @@ class TrainLoop:
         ctx.events.emit("epoch", fsync=True, epoch=st.epoch, train_loss=train_loss, samples=int(sum(st.sizes)),
                         steps=len(st.losses), val=val, is_best=is_best, epoch_s=time.perf_counter() - t_epoch,
                         train_s=train_s, val_s=val_s, best_epoch=st.best["epoch"],
-                        loss_rule=LOSS_RULE + ("; rank 0's part of each global batch only" if self.run.par is not None else ""))
+                        loss_rule=LOSS_RULE + ("; rank 0's part of each global batch only"
+                                               if self.run.par is not None else ""))
         self.perf_event("epoch", st.epoch)
         save_state(self.run, st, st.epoch + 1, 0, datafeed.generator_state(st.rng), [], [])
 
