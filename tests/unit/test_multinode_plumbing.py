@@ -9,7 +9,7 @@ from pathlib import Path
 from jobs import msrun_rank
 from workbench.parallel import heartbeat_env
 from workbench.protocol import read_all, validate_file
-from workbench.report.parallel_ranks import parallel_summary, parity_caveat
+from workbench.report.parallel_ranks import parallel_block, parallel_summary, parity_caveat
 from workbench.session import job_status
 
 # Lines MindSpore 2.10's scheduler wrote when node 1's job was killed (msrun_logs/scheduler.log).
@@ -100,6 +100,8 @@ def test_the_record_lists_every_rank_the_effective_batch_and_the_caveat():
     assert [(r["rank"], r["images_per_s"]) for r in out["ranks"]] == [(0, 1000.0), (1, 900.0)]
     assert out["ranks"][1]["source"].startswith("collected") and out["images_per_s_all_ranks"] == 1900.0
     assert parallel_summary({"train": {"batch_size": 64, "parallel": {"workers": 1}}}, perf) is None
+    text = "\n".join(parallel_block(dict(out, settings={"workers": 2, "local_workers": 1, "node_rank": 0})))
+    assert "effective batch **64**" in text and "| 1 | 900 | 35.00 | 90 |" in text and "1900 images/s" in text
     assert parity_caveat({"goal_met": True}) is None
     assert "has not met its goal" in parity_caveat({"goal_met": False, "measured": "k=5", "where": "docs"})
 

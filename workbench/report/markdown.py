@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from workbench.report.parallel_ranks import parallel_block
+
 MAX_SUMMARY_ROWS = 120
 MAX_CELL_CHARS = 240
 
@@ -248,6 +250,8 @@ class ReportWriter:
                                               (figures.get(jid) or {}).get("confusion")))
             else:
                 self.add("No epoch was completed, so there is no best epoch.", "")
+            if run.get("parallel"):
+                self.add(*parallel_block(run["parallel"]))
             self.add(*checks_block(run["checks"]))
             self.add(*artifacts_block(run["artifacts"]))
         self.add("### Test-set evaluations (%d)" % t["test_evaluations"], "")

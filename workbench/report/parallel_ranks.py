@@ -77,3 +77,32 @@ def parallel_summary(cfg: Dict[str, Any], perf_events: Iterable[Dict[str, Any]],
         "rank0_job": result.get("rank0_job") or (places[0] if places else None),
         "parity_caveat": parity_caveat(),
     }
+
+
+def parallel_block(par: Dict[str, Any], heading: str = "####") -> List[str]:
+    """Markdown lines for a run's data-parallel record (the dict parallel_record builds)."""
+    settings = par.get("settings") or {}
+    lines = ["%s Data-parallel" % heading, "",
+             "%s workers (%s on this node, node %s), master %s:%s; effective batch **%s** (%s)." % (
+                 settings.get("workers"), settings.get("local_workers") or settings.get("workers"),
+                 settings.get("node_rank"), settings.get("master_addr"), settings.get("master_port"),
+                 par.get("effective_batch"), par.get("effective_batch_rule")), ""]
+    ranks = par.get("ranks") or []
+    if ranks:
+        lines += ["| rank | steady images/s | median step ms | steady steps | from |", "|---|---|---|---|---|"]
+        lines += ["| %s | %s | %s | %s | %s |" % (
+            r["rank"], "-" if r.get("images_per_s") is None else "%.0f" % r["images_per_s"],
+            "-" if r.get("median_ms") is None else "%.2f" % r["median_ms"], r.get("steps", "-"), r.get("source"))
+            for r in ranks]
+        lines.append("")
+    if par.get("images_per_s_all_ranks") is not None:
+        lines += ["All ranks together: %.0f images/s." % par["images_per_s_all_ranks"], ""]
+    if par.get("ranks_missing"):
+        lines += ["No throughput recorded for ranks %s." % ", ".join(map(str, par["ranks_missing"])), ""]
+    where = par.get("rank0_job") or {}
+    if par.get("ranks_here"):
+        lines += ["Ranks %s ran in this job; rank 0's job (validation, checkpoints, weights check): %s/%s on %s, %s." % (
+            par["ranks_here"], where.get("session"), where.get("jid"), where.get("host"), where.get("dir")), ""]
+    if par.get("parity_caveat"):
+        lines += ["Caveat: %s." % par["parity_caveat"], ""]
+    return lines
