@@ -3,7 +3,7 @@
 A rank is a `python -m jobs.train` process started by msrun (through jobs/msrun_rank.py) with
 MS_ROLE=MS_WORKER, RANK_ID and DEVICE_ID. MindSpore averages the gradients over the ranks
 (DATA_PARALLEL, gradients_mean=True), so ranks that start from the same seed and see
-different batches of the same size end every step with the same weights; the check at the
+equal parts of one global batch end every step with the same weights; the check at the
 end hashes each rank's parameters and compares them.
 """
 
@@ -66,30 +66,52 @@ def init_collective(ms, info: Dict[str, Any]) -> Dict[str, Any]:
                    "gradients_mean=True)", "rank": rank, "size": size}
 
 
-def shard_indices(n: int, rank: int, size: int) -> Tuple[np.ndarray, int]:
-    """Positions `rank::size` of an n-sample split, cut so every rank has n // size; and how many are dropped."""
+def usable_samples(n: int, size: int) -> int:
+    """Samples of an n-sample split one epoch uses: a multiple of `size`, so every rank gets as many."""
+    usable = int(n) - int(n) % int(size)
+    if usable < int(size):
+        raise ValueError("%d training samples cannot give each of %d ranks one sample" % (n, size))
+    return usable
+
+
+def rank_order(order: np.ndarray, batch_size: int, rank: int, size: int) -> np.ndarray:
+    """This rank's part of the epoch's global order: its equal share of every global batch.
+
+    Every rank draws the same permutation of the whole split (the run's generator, train.seed),
+    the one a single process would draw. Global batch k is positions [k*B*size, (k+1)*B*size)
+    of it; rank r takes the r-th of `size` equal parts, so the ranks together see exactly the
+    batch one process with batch B*size sees, and with gradients averaged they take its step.
+    The tail batch is split the same way (the order is first cut to a multiple of `size`, which
+    leaves out the last n % size positions of this epoch's permutation).
+    """
     if not 0 <= rank < size:
         raise ValueError("rank %d is outside 0..%d" % (rank, size - 1))
-    per_rank = int(n) // int(size)
-    if per_rank == 0:
-        raise ValueError("%d training samples cannot give each of %d ranks one sample" % (n, size))
-    return np.arange(int(n))[rank::size][:per_rank], int(n) - per_rank * int(size)
+    order = np.asarray(order)[:usable_samples(len(order), size)]
+    per_step = int(batch_size) * int(size)
+    full = (len(order) // per_step) * per_step
+    head = order[:full].reshape(-1, int(size), int(batch_size))[:, rank, :].reshape(-1)
+    tail = order[full:]
+    part = len(tail) // int(size)
+    return np.concatenate([head, tail[rank * part:(rank + 1) * part]])
 
 
-def shard(ctx: JobContext, data: Any, info: Dict[str, Any]) -> Dict[str, Any]:
-    """Keep this rank's shard of the training arrays (equal counts, remainder dropped) and say so."""
-    n = len(data.train_y)
+def shard(ctx: JobContext, n: int, info: Dict[str, Any], batch_size: int) -> Dict[str, Any]:
+    """Check the split can feed every rank; describe (and log) how the ranks share each global batch."""
     try:
-        idx, dropped = shard_indices(n, info["rank"], info["size"])
+        usable = usable_samples(n, info["size"])
     except ValueError as exc:
         raise JobFailed("train split: %s" % exc, hint="lower train.parallel.workers or raise train.train_limit",
                         type_="ParallelError")
-    data.train_x, data.train_y = data.train_x[idx], data.train_y[idx]
-    out = {"rule": "samples rank::size of the training split, first n // size of them", "split_samples": n,
-           "per_rank": int(len(idx)), "dropped": dropped, "rank": info["rank"], "size": info["size"]}
-    ctx.log("rank %d of %d trains on samples %d::%d of the %d-sample training split: %d each, %d dropped so "
-            "every rank has the same number of batches" % (info["rank"], info["size"], info["rank"], info["size"],
-                                                           n, len(idx), dropped))
+    per_rank, dropped, per_step = usable // info["size"], n - usable, batch_size * info["size"]
+    out = {"rule": "every epoch all ranks draw the same permutation of the whole training split from train.seed; "
+                   "global batch k is its next %d positions and rank r takes the r-th of %d equal parts of it"
+                   % (per_step, info["size"]),
+           "split_samples": n, "per_rank": per_rank, "dropped": dropped,
+           "dropped_rule": "the last n mod workers positions of each epoch's permutation",
+           "global_batch": per_step, "rank": info["rank"], "size": info["size"]}
+    ctx.log("rank %d of %d takes part %d of every global batch of %d drawn from the %d-sample training split: "
+            "%d each, %d dropped per epoch so every rank has the same number of batches" % (
+                info["rank"], info["size"], info["rank"], per_step, n, per_rank, dropped))
     return out
 
 

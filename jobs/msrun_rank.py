@@ -16,6 +16,13 @@ the job's events, where msrun's own log only names a pid and a number.
 - After a rank failure the scheduler would wait for the dead rank's heartbeat to time out
   (about half a minute) before msrun can return; once the failure is reported and the
   ranks of this node are gone, the scheduler's launcher stops it.
+- A rank on another node that goes away (its machine, or its whole job, killed) is seen only by
+  the scheduler, which logs it as a timed-out node (msrun numbers nodes by rank). The
+  scheduler's launcher reads that from msrun_logs/scheduler.log, reports "rank N lost" as the
+  root cause (it outranks the knock-on failures of this node's ranks, whose collectives fail)
+  and stops this node's ranks, so the job ends instead of waiting in a dead collective.
+- On a node without rank 0 the node's first rank ends the job with a job-level `finished ok`
+  when it ends well: rank 0's job, elsewhere, holds the run's validation and summary.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ if os.path.dirname(_HERE) not in sys.path:
 
 import argparse  # noqa: E402
 import fcntl  # noqa: E402
+import re  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import threading  # noqa: E402
@@ -47,9 +55,15 @@ from workbench.protocol import EventReader, EventWriter, read_all  # noqa: E402
 
 RANKS_DIR = "ranks"  # rank<k>.json (pids, how it ended), scheduler.json, failed.json
 FAILED = "failed.json"  # the first rank failure of the job
+NODE_SUMMARY = "node.json"  # a node without rank 0: what its first rank leaves for the job-level result
 CRASH_AFTER_STEPS = 2  # train.parallel.crash_rank: the rank is killed after this many steps
 SCHEDULER_CODE = "from mindspore.communication import init; init()"  # blocks until the cluster ends
 SCHEDULER_STOP_GRACE_S = 2.0
+RANK_STOP_GRACE_S = 2.0
+SCHEDULER_LOG = os.path.join("msrun_logs", "scheduler.log")  # workbench.parallel.LOG_DIR, msrun's --log_dir
+# MindSpore's scheduler names a node whose heartbeat stopped; msrun's node id is the rank.
+LOST_PATTERNS = (re.compile(r"The node: (\d+) is timed out"), re.compile(r"worker (\d+) is the first one timed out"))
+ROOT_CAUSE = "RankLost"  # a report of this type replaces an earlier knock-on failure as the one named
 POLL_S = 0.2
 
 
@@ -91,13 +105,21 @@ def describe_exit(job_dir: Path, rank: int, pid: int, returncode: int, duration_
     if returncode == 3 and (own or {}).get("status") == "cancelled":
         status = "cancelled"
     if own_error.get("message"):
+        # MindSpore's RuntimeError texts start with a rule of dashes: name the first lines that say something.
+        lines = [ln.strip() for ln in str(own_error["message"]).splitlines() if ln.strip().strip("-")]
         error.update(type=own_error.get("type") or "RankFailed", hint=own_error.get("hint") or log,
-                     message="rank %d failed: %s" % (rank, own_error["message"]))
+                     message="rank %d failed: %s" % (rank, " / ".join(lines[:2]) or own_error["message"]))
     else:
         error.update(type="RankCrashed", hint="msrun stopped the other ranks; " + log,
                      message="rank %d (pid %d) exited with code %d after %.1f s without a finished event" % (
                          rank, pid, returncode, duration_s))
     return {"status": status, "error": error}
+
+
+def outranks(new: Dict[str, Any], first: Dict[str, Any]) -> bool:
+    """A lost rank replaces an earlier report of another rank (a knock-on: its collective failed)."""
+    return (new.get("type") == ROOT_CAUSE and first.get("type") != ROOT_CAUSE
+            and first.get("rank") not in (new.get("lost_ranks") or []))
 
 
 def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
@@ -112,7 +134,9 @@ def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
         writer = EventWriter(str(events_path), extra={"by": by})
         writer.seq = max([s for s in seqs if isinstance(s, int)] + [-1]) + 1
         try:
-            if first is None:
+            if first is None or outranks(outcome["error"], first["error"]):
+                if first is not None:  # the earlier report was a knock-on of this one
+                    outcome = dict(outcome, error=dict(outcome["error"], knock_on=first["error"]["message"]))
                 write_json(ranks / FAILED, outcome)
                 chosen = outcome
             else:
@@ -122,6 +146,100 @@ def report(job_dir: Path, outcome: Dict[str, Any], by: str) -> Dict[str, Any]:
         finally:
             writer.close()
     return chosen
+
+
+def report_node_ok(job_dir: Path, rank: int) -> bool:
+    """On a node without rank 0: its first rank ended well, so the node's job ends ok (unless a rank failed).
+
+    The rank's summary of the node (ranks/node.json: which ranks ran here, where rank 0's job
+    is) becomes the job's `result`, ahead of the `finished` event.
+    """
+    ranks = job_dir / RANKS_DIR
+    ranks.mkdir(exist_ok=True)
+    with open(str(ranks / ".report.lock"), "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        if (ranks / FAILED).exists():
+            return False
+        events_path = job_dir / "events.jsonl"
+        seqs = [ev.get("seq") for ev in read_all(str(events_path)) if "rank" not in ev and not ev.get("raw")]
+        writer = EventWriter(str(events_path), extra={"by": "launcher of rank %d" % rank})
+        writer.seq = max([s for s in seqs if isinstance(s, int)] + [-1]) + 1
+        try:
+            if (ranks / NODE_SUMMARY).exists():
+                writer.emit("result", summary=read_json(ranks / NODE_SUMMARY))
+            writer.emit("finished", fsync=True, status="ok", error=None,
+                        note="rank %d, this node's first rank, finished ok; rank 0's job (node 0) holds the "
+                             "run's validation, checkpoints and weights check" % rank)
+        finally:
+            writer.close()
+    return True
+
+
+def lost_ranks(text: str) -> List[int]:
+    """Ranks msrun's scheduler log names as timed out, in the order it names them."""
+    found: List[int] = []
+    for pattern in LOST_PATTERNS:
+        for match in pattern.finditer(text):
+            if int(match.group(1)) not in found:
+                found.append(int(match.group(1)))
+    return found
+
+
+def lost_outcome(job_dir: Path, lost: List[int], waited_s: float) -> Dict[str, Any]:
+    """{status, error} naming the rank(s) the scheduler lost, and their nodes."""
+    try:
+        par = read_json(job_dir / "config.json")["train"]["parallel"]
+        per_node = int(par.get("local_workers") or par["workers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        per_node = 0
+    where = ", ".join("rank %d (node %d)" % (r, r // per_node) if per_node else "rank %d" % r for r in lost)
+    return {"status": "failed", "error": {
+        "type": ROOT_CAUSE, "rank": lost[0], "lost_ranks": lost, "signal": None, "returncode": None,
+        "message": "%s lost: msrun's scheduler stopped hearing from it (heartbeat timed out, %.0f s after the "
+                   "scheduler started); this node's ranks were stopped" % (where, waited_s),
+        "hint": "look at the lost node's own job and machine; msrun_logs/scheduler.log has the scheduler's view"}}
+
+
+def stop_local_ranks(job_dir: Path) -> None:
+    """SIGTERM every rank of this node, then SIGKILL what is left after a short grace."""
+    pids = []
+    for path in sorted((job_dir / RANKS_DIR).glob("rank*.json")):
+        try:
+            pids.append(read_json(path).get("pid"))
+        except (OSError, ValueError):
+            continue
+    pids = [p for p in pids if alive(p)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + RANK_STOP_GRACE_S
+        while sig == signal.SIGTERM and any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+class LogFollower:
+    """New text of a growing log file, read from where the last call stopped (a short overlap kept)."""
+
+    KEEP = 400  # characters carried over, so a line split across two reads still matches
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.carry = path, 0, ""
+
+    def read_new(self) -> str:
+        """The carried-over tail plus what was appended since the last call ("" when the file is missing)."""
+        try:
+            with open(str(self.path), "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return self.carry
+        self.offset += len(data)
+        text = self.carry + data.decode("utf-8", "replace")
+        self.carry = text[-self.KEEP:]
+        return text
 
 
 def crash_after_steps(job_dir: Path, rank: int, child: subprocess.Popen, steps: int) -> None:
@@ -166,6 +284,8 @@ def run_rank(job_dir: Path) -> int:
     if rc != 0:
         report(job_dir, describe_exit(job_dir, rank, child.pid, rc, record["ended"] - t0),
                by="launcher of rank %d" % rank)
+    elif rank != 0 and record["local_rank"] == 0:
+        report_node_ok(job_dir, rank)
     return exit_code(rc)
 
 
@@ -182,13 +302,24 @@ def local_ranks_alive(job_dir: Path) -> bool:
 
 
 def run_scheduler(job_dir: Path) -> int:
-    """Run msrun's scheduler as a child; stop it once a reported rank failure has ended this node's ranks."""
+    """Run msrun's scheduler as a child; name a rank it loses; stop it once a failure has ended this node's ranks."""
     ranks = job_dir / RANKS_DIR
     ranks.mkdir(exist_ok=True)
     child = start_child([sys.executable, "-c", SCHEDULER_CODE], job_dir)
-    write_json(ranks / "scheduler.json", {"pid": child.pid, "launcher_pid": os.getpid(), "started": time.time()})
-    while child.poll() is None:
-        time.sleep(POLL_S)
+    t0 = time.time()
+    write_json(ranks / "scheduler.json", {"pid": child.pid, "launcher_pid": os.getpid(), "started": t0})
+    log = LogFollower(job_dir / SCHEDULER_LOG)
+    lost_named = False
+    while True:
+        ended = child.poll() is not None  # read before the log, so a last line written at exit is seen
+        if not lost_named:
+            lost = lost_ranks(log.read_new())
+            if lost:
+                lost_named = True
+                report(job_dir, lost_outcome(job_dir, lost, time.time() - t0), by="launcher of the scheduler")
+                stop_local_ranks(job_dir)
+        if ended:
+            break
         if (ranks / FAILED).exists() and not local_ranks_alive(job_dir):
             child.terminate()
             try:
@@ -196,6 +327,7 @@ def run_scheduler(job_dir: Path) -> int:
             except subprocess.TimeoutExpired:
                 child.kill()
             break
+        time.sleep(POLL_S)
     return exit_code(child.wait())
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from workbench.jobkit import JobContext, JobFailed, run
 from workbench.protocol import Evidence
 
-from jobs import dataparallel, datafeed, models, msdevice, precision
+from jobs import cluster_info, dataparallel, datafeed, models, msdevice, precision
 from jobs.train_loop import TrainLoop
 
 SYNTHETIC_HINT = "synthetic data: numbers say nothing about Fashion-MNIST"
@@ -80,7 +80,7 @@ class Trainer:
                            desc["n_val"], desc["n_val_split"]),
                        evidence=desc, hint=SYNTHETIC_HINT if desc["source"] == "synthetic" else None)
         if self.par is not None:
-            self.shard_info = dataparallel.shard(self.ctx, data, self.par)
+            self.shard_info = dataparallel.shard(self.ctx, len(data.train_y), self.par, self.cfg.train.batch_size)
         dtype = precision.input_dtype(self.cfg.train.precision)
         if dtype != np.float32:
             data.train_x = data.train_x.astype(dtype)
@@ -115,17 +115,21 @@ def main(ctx: JobContext) -> str:
     dataparallel.tag_events(ctx, par)
     trainer = Trainer(ctx, par)
     trainer.start()
+    places = cluster_info.exchange_places(ctx, par) if par is not None else None
     trainer.load_data()
     ctx.raise_if_cancelled()
     trainer.build()
     loop = TrainLoop(trainer)
     perf = loop.train()
     state = loop.state
+    ranks = None
     if par is not None:
+        ranks = cluster_info.gather_throughput(par, perf)
         if not dataparallel.weights_check(ctx, trainer.net, par):
             raise JobFailed("the ranks ended with different weights (check weights-identical)",
                             hint="see the check's hashes and msrun_logs/", type_="WeightsDiffer")
         if not trainer.is_rank0:
+            cluster_info.leave_node_summary(ctx, par, places, ranks)
             return "ok"
     ctx.result({
         "best_epoch": state.best["epoch"],
@@ -139,7 +143,8 @@ def main(ctx: JobContext) -> str:
         "precision": trainer.precision_info,
         "optimizer": trainer.opt_info,
         "profile": loop.profile.summary,
-        "parallel": None if par is None else dict(par, shard=trainer.shard_info),
+        "parallel": None if par is None else dict(par, shard=trainer.shard_info, ranks=ranks, places=places,
+                                                  effective_batch=par["size"] * ctx.cfg.train.batch_size),
     })
     return "ok"
 

@@ -17,7 +17,7 @@ from workbench.jobkit import Cancelled, JobFailed
 from workbench.metrics import metrics_report, weighted_mean
 from workbench.protocol import Evidence
 
-from jobs import datafeed, models, msdevice
+from jobs import dataparallel, datafeed, models, msdevice
 from jobs.train_checkpoint import save_best
 from jobs.train_profile import ProfilePlan
 from jobs.train_repeats import run_repeats
@@ -55,7 +55,8 @@ class TrainLoop:
         self.train_cfg = run.cfg.train
         t = self.train_cfg
         n = len(run.data.train_y)
-        self.plan = EpochPlan(n, datafeed.steps_per_epoch(n, t.batch_size, t.max_steps), t.epochs)
+        per_rank = n if run.par is None else run.shard_info["per_rank"]  # the ranks share each global batch
+        self.plan = EpochPlan(n, datafeed.steps_per_epoch(per_rank, t.batch_size, t.max_steps), t.epochs)
         self.state = RunState(rng=np.random.default_rng(t.seed))
         self.log = StepLog(t.warmup_steps, t.mode == "graph")
         self.sampling = DeviceSampling(self.ctx, dict(self.ctx.device, id=run.device_id))
@@ -83,7 +84,10 @@ class TrainLoop:
         """One epoch: its steps (from state.step_in_epoch), then validation and saves on rank 0."""
         st, plan, ctx = self.state, self.plan, self.ctx
         st.rng_epoch_start = datafeed.generator_state(st.rng)
-        order = datafeed.epoch_order(st.rng, plan.n)
+        order = datafeed.epoch_order(st.rng, plan.n)  # the same on every rank: one generator, one seed
+        if self.run.par is not None:
+            order = dataparallel.rank_order(order, self.train_cfg.batch_size, self.run.par["rank"],
+                                            self.run.par["size"])
         t_epoch = time.perf_counter()
         self.run.train_step.set_train(True)
         first = st.step_in_epoch
@@ -171,7 +175,8 @@ class TrainLoop:
         ctx.events.emit("epoch", fsync=True, epoch=st.epoch, train_loss=train_loss, samples=int(sum(st.sizes)),
                         steps=len(st.losses), val=val, is_best=is_best, epoch_s=time.perf_counter() - t_epoch,
                         train_s=train_s, val_s=val_s, best_epoch=st.best["epoch"],
-                        loss_rule=LOSS_RULE + ("; rank 0's shard only" if self.run.par is not None else ""))
+                        loss_rule=LOSS_RULE + ("; rank 0's part of each global batch only"
+                                               if self.run.par is not None else ""))
         self.perf_event("epoch", st.epoch)
         save_state(self.run, st, st.epoch + 1, 0, datafeed.generator_state(st.rng), [], [])
         if st.first_result_s is None:

@@ -24,11 +24,6 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RANK_LAUNCHER = PROJECT_ROOT / "jobs" / "msrun_rank.py"
 LOG_DIR = "msrun_logs"  # msrun's scheduler.log and worker_<rank>.log, inside the job folder
 SHIM_DIR = "bin"  # job folder's bin/python: the jobs interpreter under the name msrun runs
-# Printed in the record of every data-parallel run; replace it once bench/parallel_parity.py has met its goal.
-PARITY_CAVEAT = ("Data-parallel learning has not been shown to match one process: the validation metrics of a "
-                 "2-rank run may differ from single-process training with the same effective batch "
-                 "(see docs/PERFORMANCE.md, parallel parity).")
-
 
 class ParallelError(Exception):
     """A data-parallel run cannot start: msrun missing, port busy, inconsistent rank layout."""
@@ -45,7 +40,7 @@ class MsrunPlan:
 
 def plan(cfg: Dict[str, Any], python: str, job_dir: Path) -> MsrunPlan:
     """Check the layout, find msrun, write the job's `python` shim: everything the runner asks of this module, once."""
-    return MsrunPlan(argv=msrun_argv(cfg, python, job_dir), env=parallel_env(python, job_dir),
+    return MsrunPlan(argv=msrun_argv(cfg, python, job_dir), env=dict(parallel_env(python, job_dir), **heartbeat_env(cfg)),
                      device_ids=device_ids(cfg))
 
 
@@ -182,6 +177,20 @@ def parallel_env(python: str, job_dir: Path, base_path: Optional[str] = None) ->
     shim = write_python_shim(python, job_dir)
     rest = os.environ.get("PATH", "") if base_path is None else base_path
     return {"PATH": os.pathsep.join(p for p in (str(shim.parent), rest) if p)}
+
+
+def heartbeat_env(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """MS_NODE_TIMEOUT for msrun's cluster: a third of limits.stall_s, 10 to 30 s (MindSpore's own is 30 s).
+
+    The scheduler names a lost node only when its heartbeat times out; a third of the stall
+    limit lets the job end naming it before the stall watchdog would fire. Not set when the
+    environment already has it or the watchdog is off.
+    """
+    environ = os.environ if environ is None else environ
+    stall_s = float(cfg["limits"]["stall_s"] or 0)
+    if "MS_NODE_TIMEOUT" in environ or stall_s <= 0:
+        return {}
+    return {"MS_NODE_TIMEOUT": str(int(max(10.0, min(30.0, stall_s // 3))))}
 
 
 def device_ids(cfg: Dict[str, Any]) -> List[int]:

@@ -20,6 +20,7 @@ from workbench.device import DEVICE_JOBS, lock_name, resolve
 from workbench.imported import imported_mark
 from workbench.parallel import MsrunPlan, ParallelError
 from workbench.parallel import plan as plan_msrun
+from workbench.runlock import run_key
 from workbench.session import SessionStore, job_status
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +104,12 @@ def device_targets(kind: str, cfg: Dict[str, Any], msrun_device_ids: Sequence[in
     return [(device["target"], device["id"])]
 
 
+def shared_by(kind: str, cfg: Dict[str, Any]) -> Dict[str, str]:
+    """{"share": run key} for a node of a multi-node training run (its nodes share a device), else {}."""
+    key = run_key(cfg) if kind == "train" else None
+    return {"share": key} if key else {}
+
+
 def job_argv(kind: str, python: str, job_dir: Path, msrun: Optional[MsrunPlan] = None) -> List[str]:
     """The exec line of a job (msrun's, for data-parallel training)."""
     if msrun is not None:
@@ -137,8 +144,8 @@ class JobRunner:
         locks = []
         if needs_device(kind, cfg):
             for target, device_id in device_targets(kind, cfg, msrun.device_ids if msrun else ()):
-                locks.append({"path": str(lock_dir() / lock_name(target, device_id)),
-                              "device": "%s:%d" % (target, device_id)})
+                locks.append(dict({"path": str(lock_dir() / lock_name(target, device_id)),
+                                   "device": "%s:%d" % (target, device_id)}, **shared_by(kind, cfg)))
         env = {
             "PYTHONPATH": os.pathsep.join(p for p in [str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")] if p),
             "PYTHONUNBUFFERED": "1",

@@ -29,13 +29,14 @@ from workbench import diskspace
 from workbench.atomic import read_json, write_json
 from workbench.childproc import die_with_parent, group_alive, signal_name
 from workbench.protocol import tail_events
+from workbench.runlock import try_shared_lock
 
 POLL_S = 0.2
 _held_locks: List[int] = []  # device lock fds; the watchdog closes its copies
 
 
-def try_lock(lock_path: Path, holder: Dict[str, Any]) -> Tuple[Optional[int], Optional[str]]:
-    """Take an exclusive flock; return (fd, None) or (None, who holds it)."""
+def open_lock_file(lock_path: Path) -> int:
+    """Open (create) a lock file in the machine-wide folder, readable and lockable by every user."""
     shared_dir(lock_path.parent)
     # O_NOFOLLOW: in a world-writable folder a planted symlink must not make us truncate its target.
     fd = os.open(str(lock_path), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
@@ -44,6 +45,12 @@ def try_lock(lock_path: Path, holder: Dict[str, Any]) -> Tuple[Optional[int], Op
             os.fchmod(fd, 0o666)  # another user's workbench must be able to open it to flock it
     except OSError:
         pass
+    return fd
+
+
+def try_lock(lock_path: Path, holder: Dict[str, Any]) -> Tuple[Optional[int], Optional[str]]:
+    """Take an exclusive flock; return (fd, None) or (None, who holds it)."""
+    fd = open_lock_file(lock_path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -58,6 +65,13 @@ def try_lock(lock_path: Path, holder: Dict[str, Any]) -> Tuple[Optional[int], Op
     os.ftruncate(fd, 0)
     os.pwrite(fd, text.encode(), 0)
     return fd, None
+
+
+def take_lock(lock: Dict[str, Any], holder: Dict[str, Any]) -> Tuple[Optional[int], Optional[str]]:
+    """A job spec's device lock: shared among the nodes of one distributed run ("share"), else exclusive."""
+    if lock.get("share"):
+        return try_shared_lock(Path(lock["path"]), holder, lock["share"], open_lock=open_lock_file)
+    return try_lock(Path(lock["path"]), holder)
 
 
 def kill_group(pgid: int, sig: int) -> None:
@@ -158,8 +172,7 @@ def supervise(job_dir: Path) -> int:
     reserved = diskspace.reserve(job_dir)
     lock_fds = _held_locks
     for lock in spec.get("locks") or []:
-        fd, holder = try_lock(Path(lock["path"]), {"jid": spec["jid"], "session": spec.get("session"),
-                                                     "pid": os.getpid()})
+        fd, holder = take_lock(lock, {"jid": spec["jid"], "session": spec.get("session"), "pid": os.getpid()})
         if fd is None:
             for held in lock_fds:
                 os.close(held)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from jobs import msrun_rank
-from jobs.dataparallel import rank_env, shard_indices
+from jobs.dataparallel import rank_env, rank_order, usable_samples
 from workbench.config import defaults
 from workbench.jobkit import JobFailed
 from workbench.parallel import LOG_DIR, RANK_LAUNCHER, ParallelError, msrun_argv, parallel_env, plan
@@ -140,22 +140,27 @@ def test_parallel_ascend_training_locks_one_device_per_local_rank():
     assert device_targets("train", with_device(cfg_with(workers=1), "Ascend")) == [("Ascend", 0)]
 
 
-@pytest.mark.parametrize("n, size", [(10, 2), (11, 2), (1800, 3), (7, 7), (54000, 8)])
-def test_shards_are_disjoint_equal_and_drop_only_the_remainder(n, size):
-    shards = [shard_indices(n, rank, size) for rank in range(size)]
-    counts = {len(idx) for idx, _ in shards}
-    assert counts == {n // size}
-    joined = np.concatenate([idx for idx, _ in shards])
-    assert len(np.unique(joined)) == len(joined) == n - n % size
-    assert all(dropped == n % size for _, dropped in shards)
-    assert list(shards[1][0][:3]) == [1, 1 + size, 1 + 2 * size][:len(shards[1][0][:3])]
+@pytest.mark.parametrize("n, batch, size", [(10, 2, 2), (11, 2, 2), (1800, 32, 3), (7, 1, 7), (54000, 32, 8),
+                                            (301, 32, 2), (6430, 32, 2)])
+def test_the_ranks_together_see_exactly_the_single_process_batches(n, batch, size):
+    order = np.random.default_rng(1).permutation(n)  # what one process with batch * size would draw
+    parts = [rank_order(order, batch, rank, size) for rank in range(size)]
+    assert {len(p) for p in parts} == {n // size}, "every rank has as many samples"
+    usable = order[:n - n % size]
+    steps = -(-len(parts[0]) // batch)
+    for k in range(steps):  # global batch k = the union of the ranks' batch k, each an equal part
+        sizes = {len(p[k * batch:(k + 1) * batch]) for p in parts}
+        assert len(sizes) == 1
+        joined = np.concatenate([p[k * batch:(k + 1) * batch] for p in parts])
+        assert list(joined) == list(usable[k * batch * size:k * batch * size + len(joined)])
+    assert sorted(np.concatenate(parts)) == sorted(usable), "disjoint, and only n % size left out"
 
 
-def test_shard_errors():
+def test_rank_order_errors():
     with pytest.raises(ValueError, match="rank 2 is outside 0..1"):
-        shard_indices(10, 2, 2)
+        rank_order(np.arange(10), 2, 2, 2)
     with pytest.raises(ValueError, match="3 training samples cannot give each of 4 ranks one sample"):
-        shard_indices(3, 0, 4)
+        usable_samples(3, 4)
 
 
 def test_rank_env_requires_msrun_worker():

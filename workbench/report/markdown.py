@@ -8,6 +8,7 @@ from workbench.protocol import Evidence
 from workbench.report import appendix as ax
 from workbench.report import humanize as h
 from workbench.report import summary
+from workbench.report.parallel_ranks import parallel_block
 from workbench.report.tables import cell, num, table
 
 ASCEND_SENTENCE = "No job ran to completion on an Ascend device"  # said once, by the limitations' "No NPU"
@@ -271,14 +272,11 @@ class ReportWriter:
 
     def parallel(self, par: Dict[str, Any]) -> None:
         s = par["settings"]
-        self.add("Data-parallel: %s workers through %s (ranks seen %s); effective batch **%s** (%s); weights identical "
-                 "across ranks: %s." % (s.get("workers"), par["launcher"], par["ranks_seen"], par.get("effective_batch"),
-                                        par.get("effective_batch_rule"), par["weights_identical"]), "")
-        if par.get("rank_throughput"):
-            self.add(*table(["rank", "steady images/s", "median step", "P95 step"],
-                            [(r["rank"], h.rate(r["images_per_s"]), h.ms(r["median_ms"]), h.ms(r["p95_ms"]))
-                             for r in par["rank_throughput"]]))
-        self.add("> %s" % par.get("parity_caveat"), "")
+        self.add(*parallel_block(par))
+        self.add("Launcher %s; ranks seen in this job's events: %s; weights identical across ranks: %s." % (
+            par["launcher"], par["ranks_seen"] or "-", par["weights_identical"]), "")
+        if s.get("workers") and not par.get("ranks"):
+            self.add("No rank throughput was recorded.", "")
 
     def performance(self) -> None:
         rows = self.r["performance"]

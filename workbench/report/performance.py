@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Dict, List, Optional
 
-from workbench.parallel import PARITY_CAVEAT
 from workbench.protocol import Evidence
+from workbench.report.parallel_ranks import parallel_summary
 
 HOST_RSS_MEANS = "peak resident set size of the job's host process (all host memory it touched, not the device's)"
 DEVICE_MEM_MEANS = "peak device memory the framework reported for the job; null means it was not measured"
@@ -18,21 +18,12 @@ def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if int(par.get("workers") or 1) <= 1:
         return None
     checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
-    batch = (j["config"].get("train") or {}).get("batch_size")
-    workers = int(par.get("workers") or 1)
-    ranks = []
-    for perf in j["perf"]:
-        if perf.get("rank") is not None and perf.get("epoch") is None:
-            steady = perf.get("steady") or {}
-            ranks.append({"rank": perf["rank"], "images_per_s": steady.get("images_per_s"),
-                          "median_ms": steady.get("median_ms"), "p95_ms": steady.get("p95_ms")})
-    return {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
-            "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
-            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN,
-            "rank_throughput": sorted(ranks, key=lambda r: r["rank"]),
-            "batch_per_rank": batch, "effective_batch": workers * batch if isinstance(batch, int) else None,
-            "effective_batch_rule": "workers × train.batch_size (each rank takes batch_size images per step)",
-            "parity_caveat": PARITY_CAVEAT}
+    rec = {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
+           "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
+           "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN,
+           "batch_per_rank": (j["config"].get("train") or {}).get("batch_size")}
+    rec.update(parallel_summary(j["config"], j["perf"], j["result"] if isinstance(j["result"], dict) else None) or {})
+    return rec
 
 
 def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
