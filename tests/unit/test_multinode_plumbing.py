@@ -101,7 +101,7 @@ def test_the_record_lists_every_rank_the_effective_batch_and_the_caveat():
     assert out["ranks"][1]["source"].startswith("collected") and out["images_per_s_all_ranks"] == 1900.0
     assert parallel_summary({"train": {"batch_size": 64, "parallel": {"workers": 1}}}, perf) is None
     text = "\n".join(parallel_block(dict(out, settings={"workers": 2, "local_workers": 1, "node_rank": 0})))
-    assert "effective batch **64**" in text and "| 1 | 900 images/s | 35 ms | 90 |" in text and "1900 images/s" in text
+    assert "effective batch **64**" in text and "| 1 | 900 images/s | 35 ms | 90 |" in text and "1 900 images/s" in text
     assert parity_caveat({"goal_met": True}) is None
     assert "has not met its goal" in parity_caveat({"goal_met": False, "measured": "k=5", "where": "docs"})
 
