@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
@@ -55,6 +56,21 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, poll_s: float = 0.0
         raise AssertionError("timed out after %.1f s waiting for %s" % (
             timeout_s, what or getattr(predicate, "__name__", "a condition")))
     return value
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `where` for the block (skips the test without root or mount rights)."""
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(where)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % done.stderr.decode(errors="replace").strip())
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 def assert_events_valid(job_dir: Path) -> None:

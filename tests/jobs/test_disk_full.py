@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import tmpfs
 from tests.jobs.test_supervisor import sets
 from workbench.atomic import read_json
 from workbench.session import job_status
@@ -21,17 +20,8 @@ SYNTH = ["data.source=synthetic", "data.synthetic_train=2000", "data.synthetic_t
 @pytest.fixture
 def full_disk(tmp_path):
     """A 256 KiB tmpfs: the job's folder fits, its first checkpoint (about 400 KB) does not."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here: %s" % done.stderr.decode(errors="replace").strip())
-    try:
+    with tmpfs(tmp_path / "small", "256k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=True)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import cli_env, tmpfs
 from workbench.protocol import EventWriter, read_all, validate_file
 
 # A child that writes one line, then one cut off by RLIMIT_FSIZE, then one after the limit is lifted.
@@ -66,17 +65,8 @@ def test_a_write_cut_short_leaves_no_partial_line_in_front_of_the_next(tmp_path,
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 64 KiB tmpfs (needs root and mount rights; skipped elsewhere, where the RLIMIT tests still run)."""
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here: %s" % done.stderr.decode(errors="replace").strip())
-    try:
+    with tmpfs(tmp_path / "fs", "64k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 def test_enospc_mid_line_on_a_full_tmpfs(small_tmpfs):
