@@ -24,7 +24,6 @@ Not part of the test suite; this parent process never imports MindSpore.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re

@@ -11,7 +11,7 @@ Run as `python -m jobs.precision_run --job-dir DIR` (the job kind `precision`).
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Tuple
 
 from workbench.jobkit import JobContext, JobFailed, run
 from workbench.protocol import Evidence

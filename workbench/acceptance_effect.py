@@ -1,10 +1,10 @@
-"""The task layer's cross-device effect consistency, from workbench.runcompare when this version has it."""
+"""The task layer's cross-device effect consistency, from the comparison of two runs (workbench.runcompare)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Dict, List, Optional
 
+from workbench import runcompare
 from workbench.protocol import Evidence
 from workbench.record import JobRecord, SessionModel
 
@@ -17,11 +17,6 @@ def effect_row(model: SessionModel, target: str, compare_cfg: Optional[Dict[str,
     """{job, check, level, device, value, threshold, detail} for `effect-consistency` (not-run saying why)."""
     row: Dict[str, Any] = {"job": None, "check": "effect-consistency", "level": Evidence.NOT_RUN, "device": None,
                            "value": None, "threshold": None, "detail": ""}
-    try:  # optional: the comparison of two runs lives in its own module (helper `compare`)
-        runcompare = importlib.import_module("workbench.runcompare")
-    except ImportError:
-        row["detail"] = "workbench.runcompare is not in this version: no cross-device comparison"
-        return row
     runs: List[JobRecord] = [r for r in model.of_kind("train") if r.best_epoch is not None]
     on = [r for r in runs if _device(r).lower() == target.lower()]
     off = [r for r in runs if _device(r).lower() != target.lower()]

@@ -9,7 +9,6 @@ import shlex
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest

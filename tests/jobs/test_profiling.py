@@ -11,11 +11,10 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, assert_events_valid, cli_env
+from tests.conftest import assert_events_valid, cli_env
 from workbench.atomic import sha256_file
 from workbench.protocol import read_all
 

@@ -191,11 +191,6 @@ def test_effect_consistency_when_required_compares_the_runs_of_two_devices(tmp_p
     cfg = variants.lenient(task_checks=["effect-consistency"])
     tolerances = defaults().get("compare")  # helper compare's section; optional input
     row = _row(_layer(evaluate(fold_session(session), cfg, tolerances), "task"), "effect-consistency")
-    try:
-        import workbench.runcompare  # noqa: F401
-    except ImportError:
-        assert row["level"] == Evidence.NOT_RUN and "runcompare is not in this version" in row["detail"]
-        return
     if tolerances is None:
         assert row["level"] == Evidence.NOT_RUN and "no `compare` tolerances" in row["detail"]
         return

@@ -4,7 +4,6 @@ The network is not reachable here, so the official files are served from a file:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

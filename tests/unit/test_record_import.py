@@ -1,6 +1,5 @@
 """`ms-workbench import`: a real exported record verified file by file, tampering and escaping members refused."""
 
-import hashlib
 import io
 import json
 import os

@@ -9,7 +9,7 @@ side was checked and why the other was not.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from workbench.protocol import Evidence
 
