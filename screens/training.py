@@ -58,7 +58,7 @@ class TrainingScreen(WorkbenchScreen):
     def compose_body(self) -> ComposeResult:
         cfg = self.app.cfg
         with VerticalScroll(id="body"):
-            with HorizontalScroll(id="form"):
+            with HorizontalScroll(id="form", can_focus=False):
                 yield LabelledField("model", _select(("mlp", "cnn"), cfg["model"]["name"], "f-model"))
                 yield LabelledField("mode", _select(("graph", "pynative"), cfg["train"]["mode"], "f-mode"))
                 yield LabelledField("precision", _select(("fp32", "fp16", "amp-O1", "amp-O2"), cfg["train"]["precision"],

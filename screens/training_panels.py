@@ -235,8 +235,9 @@ def test_line(view: TrainingView) -> Text:
     ckpt = str((last.get("checkpoint") or {}).get("path") or "best.ckpt").rsplit("/", 1)[-1]
     count = last.get("test_evaluations") or len(results)
     line.append("test set: ", style="bold")
-    line.append("accuracy %s  macro-F1 %s" % (_f(last.get("accuracy"), "%.4f"), _f(last.get("macro_f1"), "%.4f")),
+    line.append("acc %s  macro-F1 %s" % (_f(last.get("accuracy"), "%.4f"), _f(last.get("macro_f1"), "%.4f")),
                 style="bold")
-    line.append("  %s of %s, epoch %s  (%s)" % (ckpt, last.get("from") or view.jid, last.get("best_epoch"), last.get("jid")))
     line.append("  evaluated %s×" % count, style="bold yellow" if isinstance(count, int) and count > 1 else "")
+    line.append("  %s, epoch %s of %s (%s)" % (ckpt, last.get("best_epoch"), last.get("from") or view.jid,
+                                               last.get("jid")))
     return line
