@@ -12,7 +12,6 @@ from textual.screen import Screen
 
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
-
 from workbench.config import ConfigError, merge
 from workbench.priority import Launcher
 from workbench.runner import JobRunner, RunnerError, decide_device, device_record

@@ -15,7 +15,8 @@ from typing import Any, Dict, List
 import pytest
 
 from screens.app import WorkbenchApp
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.ui.conftest import settled
+from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until
 from workbench.config import defaults
 from workbench.session import SessionStore
 
@@ -116,8 +117,9 @@ def test_snapshot(snap_compare, sessions, monkeypatch, screen, state, size):
     app = WorkbenchApp(SessionStore(sessions[state]), SID, _cfg())
 
     async def show(pilot):
-        await wait_ingested(pilot, app)
+        await settled(pilot)
         await pilot.press(KEYS[screen])
-        await pilot.pause(0.6)  # one bounded redraw tick
+        await until(pilot, lambda: app.current_mode == screen, what="the %s screen" % screen)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=show)

@@ -325,10 +325,10 @@ def cmd_serve(args) -> int:
         parts += ["attach", args.sid]
     import shlex
 
-    import screens  # the page template says "starting…" until the app's first output replaces it
+    from screens.serve_page import TEMPLATES  # says "starting…" until the app's first output replaces it
 
     Server(" ".join(shlex.quote(p) for p in parts), host=args.host, port=args.port, title="ms-workbench",
-           templates_path=Path(screens.__file__).resolve().parent / "serve_templates").serve()
+           templates_path=TEMPLATES).serve()
     return 0
 
 
