@@ -12,6 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Select, Static
 
 from screens.base import WorkbenchScreen
+from screens.form import check_fields
 from screens.widgets.evidence import badge
 from workbench.config import PRECISIONS, TARGETS
 from workbench.fashion import CLASS_NAMES
@@ -173,13 +174,18 @@ class AlignmentScreen(WorkbenchScreen):
     title_text = "Alignment"
     CSS_PATH = "alignment.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-    BINDINGS = [Binding("r", "run_align", "Run"), Binding("p", "preset", "Preset paths"),
+    BINDINGS = [Binding("r,ctrl+s", "run_align", "Run"), Binding("p", "preset", "Preset paths"),
                 Binding("f", "first_failure", "First failure")]
 
     def compose_body(self) -> ComposeResult:
         align = self.app.cfg["align"]
         self._preset = -1
         with VerticalScroll(id="body"):
+            with Horizontal(classes="pathrow", id="form-labels"):  # what each field of the two rows is
+                yield Static("path", classes="rowlabel")
+                for name in ("target", "mode", "precision"):
+                    yield Static(name, classes="collabel")
+                yield Static("tolerance (blank: per dtype)", classes="tolhead")
             for side, label, tol in (("ref", "reference", "atol"), ("cand", "candidate", "rtol")):
                 path = align[ROLE[side]]
                 with Horizontal(classes="pathrow"):
@@ -222,8 +228,15 @@ class AlignmentScreen(WorkbenchScreen):
             self.action_run_align()
 
     def action_run_align(self) -> None:
-        """Start an align job with the two paths and tolerances of the form."""
-        self.app.start_job("align", self.form_overrides())
+        """Check the tolerances with the config's rules, then start an align job with the form."""
+        align = self.form_overrides()["align"]
+        problems = check_fields([(tol, "align." + tol, align[tol]) for tol in ("atol", "rtol")])
+        if problems:
+            line = self.query_one("#runline", Static)
+            line.update(Text("cannot run: " + "; ".join(problems), style="bold red"))
+            self._rendered = -1  # the next model change redraws the run line
+            return
+        self.app.start_job("align", {"align": align})
 
     def action_preset(self) -> None:
         """Fill the form with the next preset pair of paths."""

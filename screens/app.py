@@ -8,10 +8,10 @@ from typing import Any, Dict, List, Optional
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Label
+from textual.screen import Screen
 
+from screens.commands import workbench_commands
+from screens.dialogs import QuitScreen
 from workbench.config import ConfigError, merge
 from workbench.priority import Launcher
 from workbench.runner import JobRunner, RunnerError, decide_device, device_record
@@ -73,37 +73,11 @@ def session_screen() -> Screen:
     return SessionScreen()
 
 
-class QuitScreen(ModalScreen):
-    """Asked when quitting with jobs running: leave them running, stop them, or stay."""
-
-    DEFAULT_CSS = """
-    QuitScreen { align: center middle; }
-    QuitScreen > Vertical { width: 64; height: auto; border: thick $warning; padding: 1 2; background: $surface; }
-    QuitScreen Horizontal { height: auto; margin-top: 1; }
-    QuitScreen Button { margin-right: 1; }
-    """
-
-    def __init__(self, running: List[str]):
-        super().__init__()
-        self.running = running
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label("Jobs still running: %s" % ", ".join(self.running))
-            yield Label("Leave them running (reopen the session to follow them again), or stop them?")
-            with Horizontal():
-                yield Button("Leave running", id="leave", variant="primary")
-                yield Button("Stop jobs", id="stop", variant="error")
-                yield Button("Stay", id="stay")
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id)
-
-
 class WorkbenchApp(App):
     """ms-workbench: Environment, Data, Training, Alignment, Export and Session screens."""
 
     TITLE = "ms-workbench"
+    COMMANDS = App.COMMANDS | {workbench_commands}
     MODES = {
         "environment": environment_screen,
         "data": data_screen,
@@ -113,16 +87,7 @@ class WorkbenchApp(App):
         "session": session_screen,
     }
     DEFAULT_MODE = "environment"
-    BINDINGS = [
-        Binding("1", "switch_mode('environment')", "Env"),
-        Binding("2", "switch_mode('data')", "Data"),
-        Binding("3", "switch_mode('training')", "Train"),
-        Binding("4", "switch_mode('alignment')", "Align"),
-        Binding("5", "switch_mode('export')", "Export"),
-        Binding("6", "switch_mode('session')", "Session"),
-        Binding("ctrl+b", "toggle_low_bandwidth", "Low bw"),
-        Binding("q", "request_quit", "Quit"),
-    ]
+    BINDINGS = [Binding("ctrl+b", "toggle_low_bandwidth", "Low bw")]  # the screens bind 1-6 and q (screens/base.py)
 
     def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
                  argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None):
@@ -149,7 +114,38 @@ class WorkbenchApp(App):
     def on_mount(self) -> None:
         if self.low_bandwidth:
             self.theme = "ansi-dark"
+        self.poll_jobs()
+        landing = self.landing_mode()
+        if landing != self.DEFAULT_MODE:
+            self.switch_mode(landing)
         self._poll_tick()
+
+    def landing_mode(self) -> str:
+        """Where a reopened session opens: the newest running job's screen, else the last screen used."""
+        running = self.tracker.running()
+        if running:
+            kind = running[-1].kind
+            for name, view in self.views.items():
+                if name != "session" and view.wants(kind):
+                    return name
+        if self.sid is not None:
+            try:
+                last = (self.store.info(self.sid).get("ui") or {}).get("last_screen")
+            except (OSError, ValueError):
+                last = None
+            if last in self.MODES:
+                return last
+        return self.DEFAULT_MODE
+
+    def switch_mode(self, mode: str):
+        """Switch screens and remember the screen in the session, so reopening it lands here."""
+        done = super().switch_mode(mode)
+        if self.sid is not None:
+            try:
+                self.store.remember_ui(self.sid, last_screen=mode)
+            except (OSError, ValueError) as exc:  # a read-only record must not stop the UI
+                self.log.warning("cannot record the last screen: %s" % exc)
+        return done
 
     def _poll_tick(self) -> None:
         """Poll, then schedule the next poll: soon while events arrive, backing off while idle."""
@@ -207,6 +203,35 @@ class WorkbenchApp(App):
         job = self.tracker.jobs.get(jid)
         if job is not None and self.runner.cancel(job.dir):
             self.notify("stopping %s" % jid)
+
+    def run_on_screen(self, mode: str, action: str) -> None:
+        """Switch to a screen, then run one of its actions (command palette)."""
+        async def run() -> None:
+            await self.switch_mode(mode)
+            await self.screen_stack[0].run_action(action)
+
+        self.call_later(run)
+
+    def open_session(self, sid: str) -> None:
+        """Follow another session: fresh models and screens, landing where its work is."""
+        self.sid = sid
+        self.tracker = JobTracker(self.store, sid)
+        self.views = build_views()
+        self.events_ingested = 0
+
+        async def reopen() -> None:
+            self.poll_jobs()
+            landing = self.landing_mode()
+            spare = "session" if self.current_mode != "session" else "environment"
+            for mode in [spare] + [m for m in self.MODES if m != spare]:
+                await self.remove_mode(mode)
+                self.add_mode(mode, self.MODES[mode])
+                if mode == spare:
+                    await self.switch_mode(spare)  # the old current screen is no longer active: replace it next
+            await self.switch_mode(landing)
+            self.notify("session %s" % sid)
+
+        self.call_later(reopen)
 
     def action_toggle_low_bandwidth(self) -> None:
         """Fewer colours and a 1 Hz redraw, for slow links."""

@@ -1,19 +1,35 @@
-"""What every workbench screen shares: the status bar, the footer and a bounded redraw."""
+"""What every workbench screen shares: the status bar, the footer, the navigation keys and a bounded redraw."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from screens.widgets.status_bar import StatusBar
 
+# Screen-level (not app-level) so they come first in the footer: at 80 columns the screen's own
+# keys are cut off at the right, never the way to another screen or out.
+NAV_BINDINGS = [
+    Binding("1", "app.switch_mode('environment')", "Env"),
+    Binding("2", "app.switch_mode('data')", "Data"),
+    Binding("3", "app.switch_mode('training')", "Train"),
+    Binding("4", "app.switch_mode('alignment')", "Align"),
+    Binding("5", "app.switch_mode('export')", "Export"),
+    Binding("6", "app.switch_mode('session')", "Session"),
+    Binding("q", "app.request_quit", "Quit"),
+    Binding("escape", "leave_field", "Leave field", show=False),
+]
+NARROW_COLUMNS = 110  # below this the footer is compact and the screens stack their panels
+
 
 class WorkbenchScreen(Screen):
     """A mode screen that redraws from its view at a bounded rate, only when visible and changed."""
 
+    BINDINGS = NAV_BINDINGS
     view_name = ""
     redraws = 0  # counted for tests and benchmarks
 
@@ -43,6 +59,16 @@ class WorkbenchScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.maybe_refresh()
+
+    def on_resize(self, event) -> None:
+        """A compact footer on narrow terminals; a redraw at the new size (panels show as many rows as fit)."""
+        self.query_one(Footer).compact = event.size.width < NARROW_COLUMNS
+        self._rendered = -1
+        self.call_after_refresh(self.maybe_refresh)
+
+    def action_leave_field(self) -> None:
+        """Escape: leave the focused field, so the screen's one-letter keys work again."""
+        self.set_focus(None)
 
     def set_refresh_hz(self, hz: float) -> None:
         """Change the redraw rate (low-bandwidth mode)."""

@@ -14,6 +14,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from screens.base import WorkbenchScreen
+from screens.form import check_fields, field_value
 from screens.widgets.evidence import badge
 from screens.widgets.pixels import HalfBlockImage
 from workbench.fashion import NUM_CLASSES
@@ -220,6 +221,7 @@ class DataScreen(WorkbenchScreen):
         row = self.query_one("#seed-row")
         row.display = True
         field = self.query_one("#seed-input", Input)
+        self.query_one("#seed-label", Label).update("new split seed")
         field.value = str(self.current_seed() + 1)
         field.focus()
 
@@ -231,12 +233,11 @@ class DataScreen(WorkbenchScreen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "seed-input":
             return
-        try:
-            seed = int(event.value)
-        except ValueError:
-            seed = None
-        if seed is None or seed < 0:
-            self.app.notify("split seed %r: expected a non-negative integer" % event.value, severity="error")
+        seed = field_value(event.input, "data.split_seed")
+        problems = check_fields([("new split seed", "data.split_seed", seed)])
+        if problems:
+            self.app.notify(problems[0], title="cannot re-run the split", severity="error")
+            self.query_one("#seed-label", Label).update(Text("new split seed — " + problems[0], style="bold red"))
             return
         self.action_close_seed()
         self.app.start_job("data", {"data": {"split_seed": seed}})

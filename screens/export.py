@@ -13,7 +13,9 @@ from textual.widgets import Button, DataTable, Label, Select, Static, TextArea
 
 from screens.base import WorkbenchScreen
 from screens.widgets.evidence import badge
-from workbench.views.export import ExportView, default_choice, export_overrides, train_choices
+from screens.dialogs import ConfirmScreen
+from workbench.atomic import read_json
+from workbench.views.export import FRESH, ExportView, default_choice, export_overrides, train_choices
 
 DETAIL_CELLS = 58  # characters of a check's detail in the table; the full text shows below it
 PICKER_EVERY_S = 1.0  # how often the list of training jobs is compared with the tracker's
@@ -86,7 +88,7 @@ class ExportScreen(WorkbenchScreen):
     view_name = "export"
     title_text = "Export"
     CSS_PATH = "export.tcss"
-    BINDINGS = [Binding("r", "run_export", "Run export"), Binding("c", "copy_hashes", "Copy hashes")]
+    BINDINGS = [Binding("r,ctrl+s", "run_export", "Run export"), Binding("c", "copy_hashes", "Copy hashes")]
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="ex-body"):
@@ -145,6 +147,7 @@ class ExportScreen(WorkbenchScreen):
         with self.prevent(Select.Changed):
             select.set_options(choices)
             select.value = current if self._picked and current in values else default_choice(jobs)
+        self._rendered = -1  # the idle status line names the source
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "ex-from":
@@ -155,9 +158,32 @@ class ExportScreen(WorkbenchScreen):
             self.action_run_export()
 
     def action_run_export(self) -> None:
-        """Start an export from the picked training job (or a fresh net)."""
+        """Start an export from the picked training job; untrained weights only after an explicit yes."""
         value = self.query_one("#ex-from", Select).value
-        self.app.start_job("export", export_overrides(value if isinstance(value, str) else None))
+        choice = value if isinstance(value, str) else None
+
+        def go(confirmed: Optional[bool] = True) -> None:
+            if confirmed:
+                self.app.start_job("export", export_overrides(choice))
+
+        if choice in (None, FRESH):
+            self.app.push_screen(ConfirmScreen(
+                "Export a freshly initialised, UNTRAINED net? Its answers are random; pick a training job "
+                "in 'from' to export trained weights.", yes="Export untrained"), go)
+            return
+        go()
+
+    def job_source(self, view: ExportView) -> str:
+        """What the followed export job exports: its started event's source, else its config's export.from."""
+        if "source" in view.started:
+            src = view.started.get("source")
+        else:
+            job = self.app.tracker.jobs.get(view.jid or "")
+            try:
+                src = ((read_json(job.dir / "config.json").get("export") or {}).get("from")) if job else None
+            except (OSError, ValueError):
+                src = None
+        return str(src) if src else "a fresh net (untrained)"
 
     def action_copy_hashes(self) -> None:
         """Put the `sha256  path` lines on the clipboard (OSC 52 works over SSH in most terminals)."""
@@ -180,13 +206,14 @@ class ExportScreen(WorkbenchScreen):
 
     def _runline(self, view: ExportView) -> Text:
         if not view.jid:
-            return Text("no export yet — pick a training job and press r", style="dim")
+            value = self.query_one("#ex-from", Select).value
+            what = "a fresh net (untrained)" if value in (None, FRESH) or not isinstance(value, str) else value
+            return Text("no export yet — r exports from %s (pick another in 'from')" % what, style="dim")
         line = Text()
         line.append(view.jid + " ", style="bold")
         line.append_text(badge(view.state or "running"))
         source = (view.result.get("source") or {}) or {}
-        src = view.started.get("source")
-        line.append("  from %s" % (src or "a fresh net"))
+        line.append("  from %s" % self.job_source(view))
         if source.get("epoch") is not None:
             line.append(" (epoch %s)" % source.get("epoch"))
         dev = view.started.get("device") or {}

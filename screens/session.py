@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Log, Static
+from textual.widgets import DataTable, Log, ProgressBar, Static
 
 from screens.base import WorkbenchScreen
 from screens.widgets.acceptance_table import AcceptanceTable
@@ -19,6 +19,8 @@ from workbench.config import defaults
 from workbench.views.session import SessionView
 
 STDERR_TAIL_BYTES = 4096
+STATUS_CELLS = 40  # a long `failed: …` status is cut here in the table; the selected line shows it whole
+EXPORT_PHASES = ("reading the session", "drawing the screens", "writing the manifest and archive", "done")
 STATE_STYLE = {"ok": "green", "running": "cyan", "failed": "red", "crashed": "bold red",
                "timed-out": "red", "stalled": "red", "cancelled": "yellow"}
 
@@ -54,6 +56,7 @@ class SessionScreen(WorkbenchScreen):
     SessionScreen #events, SessionScreen #stderr { width: 1fr; border: round $primary; }
     SessionScreen #selected { height: 1; padding: 0 1; }
     SessionScreen #export-status { height: auto; padding: 0 1; display: none; }
+    SessionScreen #export-bar { height: 1; padding: 0 1; display: none; }
     """
     BINDINGS = [Binding("x", "cancel_job", "Stop job"), Binding("e", "export_session", "Export record")]
 
@@ -71,6 +74,7 @@ class SessionScreen(WorkbenchScreen):
         table.add_columns("job", "status", "duration", "device", "events")
         yield table
         yield Static("", id="selected")
+        yield ProgressBar(total=len(EXPORT_PHASES) - 1, show_eta=False, id="export-bar")
         yield Static("", id="export-status")
         with Horizontal(id="detail"):
             yield Log(max_lines=400, id="events")
@@ -84,8 +88,8 @@ class SessionScreen(WorkbenchScreen):
         table = self.query_one("#jobs", DataTable)
         for row in view.ordered():
             style = STATE_STYLE.get(row.state, "")
-            label = row.state + (": " + row.reason if row.reason else "")
-            cells = (row.jid, "[%s]%s[/]" % (style, label) if style else label, _dur(row.duration_s),
+            label = _clip(row.state + (": " + row.reason if row.reason else ""), STATUS_CELLS)
+            cells = (row.jid, Text(label, style=style), _dur(row.duration_s),
                      row.device, str(row.events))
             before = self._cells.get(row.jid)
             if before is None:
@@ -165,11 +169,27 @@ class SessionScreen(WorkbenchScreen):
             return
         store, sid = self.app.store, self.app.sid
         self._export_target = store.root / sid / EXPORT_DIR
-        self._export_line("writing the session record to %s ..." % self._export_target)
-        self.app.notify("writing the session record ...")
+        self._export_phase(0)
+        draw = shooter(store.root, sid)
+
+        def screenshots(folder):  # the record calls this between reading the session and packing it
+            self.app.call_from_thread(self._export_phase, 1)
+            try:
+                return draw(folder)
+            finally:
+                self.app.call_from_thread(self._export_phase, 2)
+
         # exit_on_error=False: a failing export is shown on this screen and the TUI stays up.
-        self.run_worker(lambda: export_session(store, sid, None, screenshots=shooter(store.root, sid)), thread=True,
+        self.run_worker(lambda: export_session(store, sid, None, screenshots=screenshots), thread=True,
                         name="export-session", group="export", exclusive=True, exit_on_error=False)
+
+    def _export_phase(self, n: int) -> None:
+        """Show the export's progress: a bar and the phase it is in."""
+        bar = self.query_one("#export-bar", ProgressBar)
+        bar.display = True
+        bar.update(progress=n)
+        self._export_line("session record (%d/%d): %s ... → %s" % (n + 1, len(EXPORT_PHASES) - 1, EXPORT_PHASES[n],
+                                                                  self._export_target))
 
     def on_worker_state_changed(self, event) -> None:
         """Report the end of a session export (it runs in a thread: screenshots take seconds)."""
@@ -177,6 +197,8 @@ class SessionScreen(WorkbenchScreen):
 
         if event.worker.name != "export-session":
             return
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self.query_one("#export-bar", ProgressBar).display = False
         if event.state == WorkerState.SUCCESS:
             self._export_line("session record written to %s" % event.worker.result, "green")
             self.app.notify("session record written to %s" % event.worker.result, timeout=10)
@@ -190,6 +212,10 @@ class SessionScreen(WorkbenchScreen):
         line = self.query_one("#export-status", Static)
         line.update(Text(text, style=style))
         line.display = True
+
+
+def _clip(text: str, cells: int) -> str:
+    return text if len(text) <= cells else text[:cells - 1] + "…"
 
 
 def export_failure(error: BaseException, target: Optional[Path]) -> str:

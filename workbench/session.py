@@ -176,6 +176,16 @@ class SessionStore:
         """The session.json of a session."""
         return read_json(self.session_dir(sid) / "session.json")
 
+    def remember_ui(self, sid: str, **values: Any) -> None:
+        """Record UI state (e.g. last_screen) under session.json's `ui`, written atomically."""
+        info = self.info(sid)
+        ui = info.get("ui") if isinstance(info.get("ui"), dict) else {}
+        if all(ui.get(k) == v for k, v in values.items()):
+            return
+        ui.update(values)
+        info["ui"] = ui
+        write_json(self.session_dir(sid) / "session.json", info)
+
     def new_job_dir(self, sid: str, kind: str) -> Path:
         """Create jobs/<kind>-NNN (numbered per kind, exclusive mkdir)."""
         jobs = self.session_dir(sid) / "jobs"

@@ -332,8 +332,10 @@ def cmd_serve(args) -> int:
         parts += ["attach", args.sid]
     import shlex
 
-    Server(" ".join(shlex.quote(p) for p in parts), host=args.host, port=args.port,
-           title="ms-workbench").serve()
+    from screens.serve_page import TEMPLATES  # says "starting…" until the app's first output replaces it
+
+    Server(" ".join(shlex.quote(p) for p in parts), host=args.host, port=args.port, title="ms-workbench",
+           templates_path=TEMPLATES).serve()
     return 0
 
 

@@ -1,0 +1,68 @@
+"""The command palette's workbench commands: the screen's job, the test set, profiling, the record, screens, sessions."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable, List, Tuple
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+SCREENS = (("environment", "Environment"), ("data", "Data"), ("training", "Training"),
+           ("alignment", "Alignment"), ("export", "Export"), ("session", "Session"))
+# What "start" and "stop" mean on each screen: the screen's own actions (None: the screen has none).
+SCREEN_JOB = {
+    "environment": ("run_checks", None), "data": ("rerun", None), "training": ("start", "stop"),
+    "alignment": ("run_align", None), "export": ("run_export", None), "session": (None, "cancel_job"),
+}
+
+Command = Tuple[str, Callable[[], object], str]
+
+
+class WorkbenchCommands(Provider):
+    """Workbench actions in the command palette (ctrl+p)."""
+
+    def commands(self) -> List[Command]:
+        """Every command that makes sense now: (title, callback, help)."""
+        app = self.app
+        mode = app.current_mode
+        start, stop = SCREEN_JOB.get(mode, (None, None))
+        screen = app.screen_stack[0]  # the mode's screen, under the palette
+        title = dict(SCREENS).get(mode, mode)
+        out: List[Command] = []
+        if start:
+            out.append(("Start the %s job" % title, partial(screen.run_action, start), "what the screen's start key does"))
+        if stop:
+            out.append(("Stop the %s job" % title, partial(screen.run_action, stop), "ask the job's supervisor to stop it"))
+        out.append(("Evaluate on the test set", partial(app.run_on_screen, "training", "test"),
+                    "the followed training run's checkpoint on the test set (every evaluation is recorded)"))
+        out.append(("Profile run", partial(app.run_on_screen, "training", "profile"),
+                    "start a training that profiles 20 steady steps after warm-up"))
+        out.append(("Export the session record", partial(app.run_on_screen, "session", "export_session"),
+                    "report, metrics, manifest and archive in the session's export folder"))
+        for name, label in SCREENS:
+            out.append(("Switch to %s" % label, partial(app.switch_mode, name), "screen %d" % (
+                [n for n, _ in SCREENS].index(name) + 1)))
+        out.append(("Toggle low bandwidth", app.action_toggle_low_bandwidth, "fewer colours, 1 Hz redraw"))
+        for sid in reversed(app.store.sessions()[-20:]):
+            if sid != app.sid:
+                out.append(("Open session %s" % sid, partial(app.open_session, sid), "follow that session's jobs"))
+        return out
+
+    async def discover(self) -> Hits:
+        for title, callback, help_text in self.commands():
+            if not title.startswith("Open session"):
+                yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, callback, help_text in self.commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+def workbench_commands() -> type:
+    """The provider class (App.COMMANDS takes a callable, so the palette module loads only when opened)."""
+    return WorkbenchCommands
+
+

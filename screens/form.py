@@ -1,0 +1,101 @@
+"""Labelled form fields and the form check that uses the CLI's own config rules."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Input, Label, Select
+from textual.widgets.select import InvalidSelectValueError
+
+from workbench.config import SCHEMA, ConfigError, _check
+
+
+class LabelledField(Vertical):
+    """A label above its field, so a value is never shown without saying what it is."""
+
+    DEFAULT_CSS = """
+    LabelledField { width: auto; height: 3; }
+    LabelledField > Label { height: 1; color: $text-muted; padding: 0 1; }
+    LabelledField > Input, LabelledField > Select { height: 1; }
+    """
+
+    def __init__(self, label: str, field: Widget, key: str = "", **kw: Any) -> None:
+        super().__init__(**kw)
+        self.label_text = label
+        self.field = field
+        self.key = key  # the dotted config key the field sets, e.g. train.epochs
+
+    def compose(self):
+        yield Label(self.label_text)
+        yield self.field
+
+
+def schema_field(dotted: str):
+    """The config schema's Field of a dotted key."""
+    spec: Any = SCHEMA
+    for part in dotted.split("."):
+        spec = spec[part]
+    return spec
+
+
+def field_value(widget: Widget, key: str) -> Any:
+    """The typed value of a field: the schema's type when the text parses, else the raw text (checked next)."""
+    value = widget.value
+    if isinstance(widget, Select):
+        return None if value is Select.BLANK else value
+    text = str(value).strip()
+    types = schema_field(key).types
+    for cast in (int, float):
+        if cast in types:
+            try:
+                return cast(text)
+            except ValueError:
+                continue
+    return text
+
+
+def check_fields(fields: List[Tuple[str, str, Any]]) -> List[str]:
+    """Each (label, dotted key, value) checked by the config schema; one line per problem, naming the field."""
+    problems = []
+    for label, key, value in fields:
+        try:
+            _check(schema_field(key), key, value, "form")
+        except ConfigError as exc:
+            why = str(exc).split("; ", 1)[-1]
+            problems.append("%s (%s) = %r: %s" % (label, key, value if value != "" else "", why))
+    return problems
+
+
+def nest(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """Dotted keys and values as nested config overrides."""
+    out: Dict[str, Any] = {}
+    for dotted, value in pairs:
+        node = out
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def lookup(cfg: Dict[str, Any], dotted: str) -> Optional[Any]:
+    """A dotted key's value in a nested config, None when absent."""
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def show_value(widget: Widget, value: Any) -> None:
+    """Put a config value into a field (a Select only takes one of its options)."""
+    if isinstance(widget, Input):
+        widget.value = "" if value is None else str(value)
+    elif isinstance(widget, Select):
+        try:
+            widget.value = value
+        except InvalidSelectValueError:  # a value the form does not offer leaves the field as it was
+            pass

@@ -1,0 +1,136 @@
+"""The TUI in a real terminal (tmux), driven the way a person does it over SSH.
+
+Type into the epochs field, press Escape, start a training with the screen's key and see it run; quit
+leaving it running; `attach` at 80×24 lands on the Training screen with the run's settings in the form;
+there the best epoch, the confusion matrix and the per-class table are each one key away, and the footer
+shows 1–6 and q. One small real training (synthetic data, a few samples per epoch) serves every step.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT, cli_env
+from workbench.atomic import read_json
+from workbench.runner import JobRunner
+from workbench.session import job_status
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="no tmux here (apt-get install -y tmux)")
+
+TINY = ["data.source=synthetic", "data.synthetic_train=200", "data.synthetic_test=20", "train.train_limit=128",
+        "train.val_limit=64", "train.warmup_steps=2", "device.target=CPU"]
+
+
+class Terminal:
+    """One tmux pane on a private server: send keys, read what it shows."""
+
+    def __init__(self, sock: str, conf: Path) -> None:
+        self.sock, self.conf = sock, conf
+        self.last = ""
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run a tmux command on this private server."""
+        return subprocess.run(["tmux", "-L", self.sock, "-f", str(self.conf)] + list(args), capture_output=True,
+                              text=True, timeout=30, check=check)
+
+    def open(self, name: str, size: str, argv: str) -> None:
+        """A new window running the TUI (COLUMNS/LINES unset: the pane's size is the terminal's)."""
+        width, height = size.split("x")
+        env = cli_env({"TEXTUAL_ANIMATIONS": "none"})
+        command = "cd %s && env -u COLUMNS -u LINES PYTHONPATH=%s %s -m workbench %s; echo TUI-EXITED $?; sleep 60" % (
+            shlex.quote(str(PROJECT_ROOT)), shlex.quote(env["PYTHONPATH"]), shlex.quote(sys.executable), argv)
+        self.tmux("new-session", "-d", "-x", width, "-y", height, "-s", name, command)
+        self.name = name
+
+    def keys(self, *keys: str) -> None:
+        """Press keys (tmux names: Tab, Escape, C-u, …)."""
+        self.tmux("send-keys", "-t", self.name, *keys)
+
+    def type(self, text: str) -> None:
+        """Type text, character by character as a person does."""
+        self.tmux("send-keys", "-t", self.name, "-l", text)
+
+    def text(self, *args: str) -> str:
+        """What the pane shows now."""
+        self.last = self.tmux("capture-pane", "-p", "-t", self.name, check=False).stdout
+        return self.last
+
+    def shows(self, pattern: str) -> bool:
+        """True when the pane shows text matching a regular expression."""
+        screen = self.text()
+        assert "TUI-EXITED" not in screen or pattern.startswith("TUI-EXITED"), "the TUI ended:\n" + screen
+        return re.search(pattern, screen) is not None
+
+
+@pytest.fixture
+def terminal(tmp_path):
+    sock = "wb-person-%d" % os.getpid()
+    conf = tmp_path / "tmux.conf"
+    conf.write_text("set -g default-size 120x36\nset -g status off\nset -g escape-time 0\n")
+    term = Terminal(sock, conf)
+    yield term
+    term.tmux("kill-server", check=False)
+
+
+def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_for):
+    sets = " ".join("--set %s" % s for s in TINY)
+
+    def see(pattern: str, timeout_s: float = 60, what: str = "") -> None:
+        try:
+            wait_for(lambda: terminal.shows(pattern), timeout_s, what=what or pattern)
+        except AssertionError as exc:
+            raise AssertionError("%s; the pane shows:\n%s" % (exc, terminal.last))
+
+    terminal.open("first", "120x36", "--sessions %s %s" % (shlex.quote(str(sessions)), sets))
+    see("6 Session", what="the footer")
+    terminal.keys("3")
+    see("batch size", what="the Training form's labels")
+    terminal.keys("Tab", "Tab", "Tab", "Tab")  # the screen, then model, mode, precision: the epochs field
+    see(r"\^s Start", what="ctrl+s in the footer while a field is focused")
+    terminal.type("200")  # a focused field selects its text: typing replaces it
+    see(r" 200 ", what="the typed epochs")
+    terminal.keys("Escape")
+    see(r"q Quit .*s Start", what="the one-letter keys back in the footer after Escape")
+    terminal.keys("s")
+    see(r"train-001 .*(RUNNING|running)", what="the run line of the started training")
+    (job_dir,) = sorted(sessions.glob("*/jobs/train-001"))
+    assert read_json(job_dir / "config.json")["train"]["epochs"] == 200  # the typed value, not the default 5
+    see(r"best: epoch \d+", 120, what="an ended epoch")
+    sid = job_dir.parent.parent.name
+    try:
+        terminal.keys("q")
+        see("Leave running", what="the quit question")
+        terminal.keys("Enter")  # Leave running is focused
+        see("TUI-EXITED 0", what="the TUI to leave")
+        assert job_status(job_dir).state == "running"
+
+        terminal.open("second", "80x24", "--sessions %s attach %s" % (shlex.quote(str(sessions)), sid))
+        see(r"│ Training │", what="attach to land on the Training screen")
+        see(r"form = the settings of train-001", what="the form filled from the run")
+        assert re.search(r"epochs.*\n.* 200 ", terminal.last), terminal.last
+        footer = terminal.last.rstrip("\n").splitlines()[-1]
+        for key in ("1 Env", "2 Data", "3 Train", "4 Align", "5 Export", "6 Session", "q Quit"):
+            assert key in footer, "%r not in the 80-column footer %r" % (key, footer)
+        assert re.search(r"best: epoch \d+", terminal.last), terminal.last
+        terminal.keys("e")
+        see(r"epoch +train loss +val acc", what="the epochs table after e")
+        terminal.keys("m")
+        see(r"true\\pred", what="the confusion matrix after m")
+        terminal.keys("k")
+        see(r"class +P +R +F1", what="the per-class table after k")
+        terminal.keys("x")
+        wait_for(lambda: job_status(job_dir).state == "cancelled", 60, what="x to stop the run")
+        see(r"train-001 .*(CANCELLED|cancelled)", what="the run line to say the run was stopped")
+        terminal.keys("q")
+        see("TUI-EXITED 0", what="the TUI to quit")
+    finally:
+        JobRunner.cancel(job_dir)
+        JobRunner.wait(job_dir, timeout_s=30)
