@@ -52,6 +52,7 @@ from workbench.childproc import die_with_parent, signal_name  # noqa: E402
 from workbench.childproc import pid_running as alive  # noqa: E402
 from workbench.jobconfig import load_job_config  # noqa: E402
 from workbench.protocol import EventReader, EventWriter, read_all  # noqa: E402
+from workbench.record import expand_steps  # noqa: E402
 
 RANKS_DIR = "ranks"  # rank<k>.json (pids, how it ended), scheduler.json, failed.json
 FAILED = "failed.json"  # the first rank failure of the job
@@ -247,7 +248,8 @@ def crash_after_steps(job_dir: Path, rank: int, child: subprocess.Popen, steps: 
     reader = EventReader(str(job_dir / "events.jsonl"))
     seen = 0
     while child.returncode is None:
-        seen += sum(1 for ev in reader.read_new() if ev.get("type") == "step" and ev.get("rank") == rank)
+        seen += sum(len(expand_steps(ev)) for ev in reader.read_new()
+                    if ev.get("type") in ("step", "steps") and ev.get("rank") == rank)
         if seen >= steps:
             if child.returncode is None:
                 os.kill(child.pid, signal.SIGSEGV)

@@ -19,7 +19,7 @@ import numpy as np
 from workbench.jobkit import JobContext, JobFailed, run
 from workbench.protocol import Evidence
 
-from jobs import cluster_info, dataparallel, datafeed, models, msdevice, precision
+from jobs import cluster_info, cpu_isa, dataparallel, datafeed, models, msdevice, precision
 from jobs.train_loop import TrainLoop
 
 SYNTHETIC_HINT = "synthetic data: numbers say nothing about Fashion-MNIST"
@@ -46,12 +46,14 @@ class Trainer:
         return self.par is None or self.par["rank"] == 0
 
     def start(self) -> None:
-        """Import MindSpore, emit `started`, select the device first, check what MindSpore reports."""
+        """Cap oneDNN's ISA when decided, import MindSpore, emit `started`, select the device, check it."""
+        t, m = self.cfg.train, self.cfg.model
+        self.isa_cap = cpu_isa.decide(t.cpu_isa_cap, m.name, self.target)
+        cpu_isa.apply(self.isa_cap)  # before the import: oneDNN reads it once
         import mindspore as ms
 
         self.ms = ms
-        t, m = self.cfg.train, self.cfg.model
-        self.ctx.started(
+        self.ctx.started(cpu_isa_cap=self.isa_cap,
             mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)},
             mode=t.mode, precision=t.precision, model={"name": m.name, "hidden": m.hidden},
             feed=t.feed, batch_size=t.batch_size, epochs=t.epochs, seed=t.seed,
@@ -138,6 +140,7 @@ def main(ctx: JobContext) -> str:
                      repeats=loop.repeats),
         "artifacts": state.artifacts,
         "effective_device": trainer.effective,
+        "cpu_isa_cap": trainer.isa_cap,
         "resumed_from": state.resumed_from,
         "data": {k: trainer.data.description[k] for k in ("source", "n_train", "n_val", "how")},
         "precision": trainer.precision_info,

@@ -141,8 +141,7 @@ class TrainLoop:
             freeze_heap()
         if profiling and profile.window.step_end(step_ms, st.global_step):
             profile.window.close()  # the profiler's own work, after the step's time was taken
-        pipe.put("step", epoch=st.epoch, step=step + 1, global_step=st.global_step, loss=loss_value,
-                 step_ms=step_ms, batch_size=size, phase=phase)
+        pipe.step(st.epoch, step + 1, st.global_step, loss_value, step_ms, size, phase)
         if not math.isfinite(loss_value):
             pipe.drain()
             self.fail_non_finite(loss_value, step)

@@ -38,12 +38,14 @@ def freeze_heap() -> None:
 
 
 class EventPipe:
-    """Batches the in-loop events (step, progress) and writes them about every 0.1 s, in order.
+    """Batches the in-loop events (steps, progress) and writes them about every 0.1 s, in order.
 
     Encoding and writing a line costs about 0.1 ms next to a 2-3 ms step on a small board; a
-    helper thread fought the step for the GIL, so the loop only appends a tuple and the lines
-    go out together in one write. Each event keeps the time it happened (`t`).
-    Call drain() before emitting anything else, so seq stays in order.
+    helper thread fought the step for the GIL, so the loop only appends to a list and the lines
+    go out together in one write. Consecutive steps of one epoch between two other events go out
+    as one batched `steps` line (per-step values in lists, workbench.protocol): about 25 bytes a
+    step instead of about 190 for a `step` line each. Each event keeps the time it happened (`t`;
+    a `steps` line: its last step's). Call drain() before emitting anything else, so seq stays in order.
     """
 
     FLUSH_EVERY_S = 0.1
@@ -57,6 +59,27 @@ class EventPipe:
         """Queue one event; write the batch when it is old enough."""
         fields["t"] = round(time.time(), 6)
         self.items.append((type_, fields))
+        self._maybe_drain()
+
+    def step(self, epoch: int, step: int, global_step: int, loss: float, step_ms: float, batch_size: int,
+             phase: str) -> None:
+        """Queue one step: it joins the open `steps` line when it follows that line's last step."""
+        last = self.items[-1] if self.items else None
+        if (last is not None and last[0] == "steps" and last[1]["epoch"] == epoch
+                and last[1]["first_step"] + len(last[1]["loss"]) == step):
+            fields = last[1]
+        else:
+            fields = {"epoch": epoch, "first_step": step, "global_step": global_step, "loss": [], "step_ms": [],
+                      "batch_size": [], "phase": []}
+            self.items.append(("steps", fields))
+        fields["loss"].append(loss)  # non-finite values are encoded as "nan", "inf"
+        fields["step_ms"].append(step_ms)
+        fields["batch_size"].append(batch_size)
+        fields["phase"].append(phase)
+        fields["t"] = round(time.time(), 6)
+        self._maybe_drain()
+
+    def _maybe_drain(self) -> None:
         now = time.monotonic()
         if now - self.flushed_at >= self.FLUSH_EVERY_S:
             self.drain()
@@ -65,6 +88,11 @@ class EventPipe:
     def drain(self) -> None:
         """Write every queued event now."""
         items, self.items = self.items, []
+        for type_, fields in items:
+            if type_ == "steps":
+                for key in ("batch_size", "phase"):  # one value stands for all when they agree
+                    if len(set(fields[key])) == 1:
+                        fields[key] = fields[key][0]
         self.ctx.events.emit_many(items)
 
     def close(self) -> None:

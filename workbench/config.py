@@ -19,6 +19,8 @@ from workbench.refs import check_job_ref, job_ref_expected
 USER_FILE = Path(os.path.expanduser("~/.config/ms-workbench/config.yaml"))
 TARGETS = ("auto", "CPU", "GPU", "Ascend")
 PRECISIONS = ("fp32", "fp16", "amp-O1", "amp-O2")
+CPU_ISA_CAPS = ("auto", "none", "SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI",
+                "AVX512_CORE_BF16", "AVX512_CORE_AMX", "ALL")  # ONEDNN_MAX_CPU_ISA values; jobs/cpu_isa.py
 EXPORT_FORMATS = ("ckpt", "mindir")  # what jobs/export writes; MindSpore Lite is tried whenever it imports
 
 
@@ -171,6 +173,8 @@ SCHEMA: Dict[str, Any] = {
         "warmup_steps": _f(10, int, min=0),
         "max_steps": _f(0, int, min=0, doc="0 = no limit (per epoch)"),
         "feed": _f("numpy", str, choices=("numpy", "dataset")),
+        "cpu_isa_cap": _f("auto", str, choices=CPU_ISA_CAPS,
+                          doc="oneDNN instruction-set cap on CPU (ONEDNN_MAX_CPU_ISA); auto = AVX2 for the cnn"),
         "train_limit": _f(0, int, min=0, doc="0 = whole split; else first N train samples"),
         "val_limit": _f(0, int, min=0),
         "resume_from": _job_ref("train.resume_from"),

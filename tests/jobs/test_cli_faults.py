@@ -69,7 +69,7 @@ def test_ctrl_c_on_train_prints_status_folder_and_a_resume_command_that_works(se
     try:
         job_dir = wait_for(lambda: the_job(sessions), 30, what="the job to start")
         events = job_dir / "events.jsonl"
-        wait_for(lambda: events.exists() and '"type":"step"' in events.read_text(), 120, what="a step")
+        wait_for(lambda: events.exists() and '"type":"steps"' in events.read_text(), 120, what="a step")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=90) == 1
     finally:

@@ -161,7 +161,7 @@ def test_a_crashing_rank_ends_the_job_naming_the_rank_and_signal(sessions):
     assert read_json(job / "ranks" / "rank1.json")["signal"] == "SIGSEGV"
     events = read_all(str(job / "events.jsonl"))
     assert not [e for e in by_type(events, "finished") if e.get("rank") == 1 and e["status"] == "ok"]
-    assert [e for e in by_type(events, "step") if e["rank"] == 1], "rank 1 trained before it crashed"
+    assert [e for e in by_type(events, "steps") if e["rank"] == 1], "rank 1 trained before it crashed"
     assert_no_process_left(job)
 
 
@@ -171,7 +171,7 @@ def test_cancel_stops_msrun_the_scheduler_and_every_rank(sessions):
     job = Path(proc.stdout.strip().splitlines()[-1])
 
     def both_ranks_stepping():
-        ranks = {e.get("rank") for e in read_all(str(job / "events.jsonl")) if e.get("type") == "step"}
+        ranks = {e.get("rank") for e in read_all(str(job / "events.jsonl")) if e.get("type") == "steps"}
         return ranks == {0, 1}
 
     try:

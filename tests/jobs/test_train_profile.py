@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_events_valid, run_cli
+from workbench.record import expand_steps
 from workbench.atomic import sha256_file
 from workbench.protocol import read_all
 
@@ -35,7 +36,7 @@ def job(tmp_path_factory):
 
 def test_profiled_steps_follow_warmup_and_leave_the_steady_statistics(job):
     _, evs = job
-    phases = [e["phase"] for e in evs if e["type"] == "step"]
+    phases = [s["phase"] for e in evs if e["type"] == "steps" for s in expand_steps(e)]
     # 6 steady steps first, so the window has unprofiled neighbours on both sides
     assert phases[:16] == ["compile", "warmup", "warmup", "warmup"] + ["steady"] * 6 + ["profiled"] * 6
     assert phases.count("profiled") == 6
@@ -46,7 +47,7 @@ def test_profiled_steps_follow_warmup_and_leave_the_steady_statistics(job):
     summary = [e for e in evs if e["type"] == "result"][-1]["summary"]
     assert summary["perf"]["profile_slowdown"] == pytest.approx(perf["profile_slowdown"])
     prof = summary["profile"]
-    steps = [e for e in evs if e["type"] == "step"]
+    steps = [s for e in evs if e["type"] == "steps" for s in expand_steps(e)]
     profiled_ms = sorted(s["step_ms"] for s in steps if s["phase"] == "profiled")
     assert prof["profiled_median_ms"] == pytest.approx((profiled_ms[2] + profiled_ms[3]) / 2)
     assert prof["steady_median_ms"] == pytest.approx(perf["steady"]["median_ms"])
@@ -91,5 +92,6 @@ def test_device_activity_is_not_run_on_cpu_after_warmup(job):
     activity = [e for e in evs if e["type"] == "check" and e["id"] == "device-activity"]
     assert len(activity) == 1 and activity[0]["status"] == "not-run"
     assert activity[0]["evidence"]["when"]["after_global_step"] == 4  # compile + 3 warm-up steps
-    seq_of_first_profiled = next(e["seq"] for e in evs if e["type"] == "step" and e["phase"] == "profiled")
+    seq_of_first_profiled = next(e["seq"] for e in evs if e["type"] == "steps"
+                                 and "profiled" in [s["phase"] for s in expand_steps(e)])
     assert activity[0]["seq"] < seq_of_first_profiled  # sampled before the window opened

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
                            TransferSpeedColumn)
 
+from workbench.record import expand_steps
+
 
 class LiveBar:
     """Shows epoch/step progress; other lines print above it."""
@@ -27,7 +29,8 @@ class LiveBar:
         if ev.get("type") == "progress":
             self.progress.update(self.task, completed=ev.get("done"), total=ev.get("total"),
                                  description=str(ev.get("phase") or ev.get("unit") or ""))
-        elif ev.get("type") == "step":
+        elif ev.get("type") in ("step", "steps"):
+            ev = (expand_steps(ev) or [ev])[-1]  # a batched line: its last step
             self.progress.update(self.task, info="loss %.4g  %.2f ms" % (float(ev.get("loss") or 0), float(ev.get("step_ms") or 0)))
 
     def print(self, line: str) -> None:
