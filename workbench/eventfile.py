@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 VERSION = 1
 
@@ -29,6 +29,16 @@ def _clean(value: Any) -> Any:
 def encode(event: Dict[str, Any]) -> str:
     """Encode one event as a compact JSON line (with trailing newline)."""
     return json.dumps(_clean(event), separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def complete_lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[bytes]:
+    """Complete lines (without newline) of a stream of byte chunks; what follows the last newline goes to `tail`."""
+    rest = b""
+    for chunk in chunks:
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        yield from parts
+    tail.append(rest)
 
 
 def decode_line(raw: bytes) -> Dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional
 from workbench.atomic import read_json
 from workbench.protocol import Evidence, KNOWN_TYPES, SeqCheck, decode_line, is_main, type_problem
 from workbench.series import RankSteps, StepSeries, number
+from workbench.steptable import COLUMNS as STEP_COLUMNS, StepTable  # noqa: F401  (STEP_COLUMNS: the record's name)
 
 LOG_LINES = 50  # recent log events of any level
 NOTABLE_LOGS = 200  # warnings and errors kept
@@ -22,7 +23,6 @@ DAMAGE_KEPT = 100  # damaged lines listed (all are counted)
 SEQ_PROBLEMS_KEPT = 100
 UNKNOWN_SAMPLES = 3  # lines kept per unknown event type
 NOTABLE_LEVELS = ("warning", "warn", "error", "critical", "garbage")
-STEP_COLUMNS = ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase")
 
 
 def load_config(job_dir: Any) -> Dict[str, Any]:
@@ -71,7 +71,7 @@ class JobRecord:
     """Everything one job's events say, folded once and incrementally (`ingest` or `ingest_lines`)."""
 
     def __init__(self, jid: str, kind: str = "", created: float = 0.0, job_dir: Any = None,
-                 config: Optional[Dict[str, Any]] = None, keep_steps: bool = False):
+                 config: Optional[Dict[str, Any]] = None, keep_steps: Any = False):
         self.jid, self.kind, self.created, self.dir = jid, kind, created, job_dir
         self.config: Dict[str, Any] = config if config is not None else load_config(job_dir)
         self.status: Any = None  # the job's JobStatus (from its files), set by whoever follows them
@@ -92,7 +92,9 @@ class JobRecord:
         self.steps = StepSeries()
         self.steps_seen = 0  # step lines and batched steps of every rank
         self.rank_steps: Dict[int, RankSteps] = {}
-        self.step_table: Optional[Dict[str, List[Any]]] = {c: [] for c in STEP_COLUMNS} if keep_steps else None
+        # keep_steps: True keeps every step in a StepTable; a StepTable given is filled (bounded, spooled)
+        self.step_table: Optional[StepTable] = (keep_steps if isinstance(keep_steps, StepTable) else
+                                                StepTable(max_rows=None) if keep_steps else None)
         self.tensor_diffs: List[Dict[str, Any]] = []
         self.artifacts: List[Dict[str, Any]] = []
         self.results: List[Dict[str, Any]] = []  # the main rank's result summaries
@@ -218,8 +220,7 @@ class JobRecord:
     def _one_step(self, step: Dict[str, Any]) -> None:
         self.steps_seen += 1
         if self.step_table is not None:
-            for name in STEP_COLUMNS:
-                self.step_table[name].append(step.get(name))
+            self.step_table.add(step)
         ms = number(step.get("step_ms"))
         rank = step.get("rank")
         if rank is not None and ms is not None:

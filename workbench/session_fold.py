@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from workbench.atomic import read_json
+from workbench.eventfile import complete_lines
 from workbench.record import JobRecord, SessionModel
 from workbench.session import job_status
 
@@ -27,14 +28,14 @@ def fold_job(job_dir: Path) -> JobRecord:
     names = sorted((p.name for p in job_dir.glob("events*.jsonl")), key=lambda n: (n != "events.jsonl", n))
     for name in names:
         try:
-            data = (job_dir / name).read_bytes()
+            fh = open(str(job_dir / name), "rb")
         except OSError:
             continue
-        lines = data.split(b"\n")
-        tail = lines.pop()  # a line without its newline is torn (or still being written): never folded
-        rec.begin_file(name)
-        rec.ingest_lines(lines)
-        rec.note_torn_tail(len(tail))
+        with fh:  # in 1 MB blocks, keeping no event beyond the fold: memory stays flat for long runs
+            tail: List[bytes] = []  # a line without its newline is torn (or still being written): never folded
+            rec.begin_file(name)
+            rec.ingest_lines(complete_lines(iter(lambda: fh.read(1 << 20), b""), tail), keep=False)
+            rec.note_torn_tail(len(tail[0]) if tail else 0)
     rec.status = job_status(job_dir, events=[rec.finished] if rec.finished else [])
     return rec
 

@@ -82,8 +82,8 @@ def test_batched_and_single_lines_fold_to_the_same_record(tmp_path):
     assert batched.steps_seen == single.steps_seen == len(STEPS)
     assert batched.damaged_count == single.damaged_count == 0
     for column in ("epoch", "step", "step_ms", "batch_size", "phase"):
-        assert batched.step_table[column] == single.step_table[column], column
-    assert batched.step_table["loss"] == single.step_table["loss"]  # NaN is written "nan" in both
+        assert batched.step_table.columns[column] == single.step_table.columns[column], column
+    assert batched.step_table.columns["loss"] == single.step_table.columns["loss"]  # NaN is written "nan" in both
     assert batched.steps.count == single.steps.count
 
 
@@ -92,8 +92,8 @@ def test_the_text_log_and_the_steps_csv_read_both_forms(tmp_path):
     text_b = [line for ev in batched for line in (format_event(ev, verbose_steps=1) or "").splitlines()]
     text_s = [line for ev in single for line in (format_event(ev, verbose_steps=1) or "").splitlines()]
     assert text_b == text_s and len(text_b) == len(STEPS)
-    csv_b = steps_csv([{"jid": "train-001", "steps": folded(batched).step_table}])
-    csv_s = steps_csv([{"jid": "train-001", "steps": folded(single).step_table}])
+    csv_b = steps_csv([{"jid": "train-001", "steps": folded(batched).step_table.as_dict()}])
+    csv_s = steps_csv([{"jid": "train-001", "steps": folded(single).step_table.as_dict()}])
     assert csv_b.splitlines()[1:4] == csv_s.splitlines()[1:4] and len(csv_b.splitlines()) == 1 + len(STEPS)
 
 

@@ -8,7 +8,7 @@ import posixpath
 import shlex
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import yaml
 
@@ -25,6 +25,7 @@ from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
 from workbench.session_fold import fold_session
+from workbench.steptable import StepTable
 
 FORMAT = "ms-workbench.report/1"
 FORMULA = "|cand − ref| ≤ atol + rtol·|ref|"
@@ -54,24 +55,47 @@ def _json(data: Optional[bytes]) -> Any:
         return None
 
 
-def read_events(rec: JobRecord, name: str, data: bytes, transform: Any = None) -> None:
-    """Fold one events file's complete lines into `rec` (the torn tail is noted, never folded)."""
-    lines = data.split(b"\n")
-    tail = lines.pop()
+def _lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[bytes]:
+    """Complete lines (without newline) of a stream of byte chunks; what follows the last newline goes to `tail`."""
+    rest = b""
+    for chunk in chunks:
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        yield from parts
+    tail.append(rest)
+
+
+def read_events(rec: JobRecord, name: str, data: Any, transform: Any = None) -> None:
+    """Fold one events file's complete lines into `rec` (the torn tail is noted, never folded).
+
+    `data` is the file's bytes or an iterable of byte chunks (streamed: memory stays flat). Lines whose
+    fields hold no mapping skip `transform` (the report's masking walk): the snapshot was already masked
+    line by line (export.scrub_session), and cutting environment mappings only concerns mappings.
+    """
+    chunks = [data] if isinstance(data, bytes) else data
+    tail: List[bytes] = []
+    walk = None
+    if transform is not None:
+        def walk(ev: Dict[str, Any]) -> Dict[str, Any]:
+            for value in ev.values():
+                if isinstance(value, dict):
+                    return transform(ev)
+            return ev
     rec.begin_file(name)
-    rec.ingest_lines(lines, transform)
-    rec.note_torn_tail(len(tail))
+    rec.ingest_lines(_lines(chunks, tail), walk)
+    rec.note_torn_tail(len(tail[0]) if tail else 0)
 
 
 class JobReader:
     """Reads one job folder of a snapshot into a record, event by event, by type."""
 
-    def __init__(self, files: SessionFiles, job_dir: Path, scrub: Scrubber):
+    def __init__(self, files: SessionFiles, job_dir: Path, scrub: Scrubber, spool_steps: bool = False):
         self.files = files
         self.dir = job_dir
         self.jid = job_dir.name
         self.prefix = "jobs/%s/" % self.jid
         self.scrub = scrub
+        self.table = StepTable(spool=spool_steps, jid=self.jid)  # every step to the CSV spool, a thinned table kept
 
     def _read(self, name: str) -> Optional[bytes]:
         return self.files.read(self.prefix + name)
@@ -80,12 +104,13 @@ class JobReader:
         """The job's record: spec, status, config and what each event type said."""
         spec = self.scrub.report_obj(_json(self._read("job.json")) or {})
         exit_rec = _json(self._read("exit.json"))
-        fold = JobRecord(self.jid, str(spec.get("kind") or self.jid.rsplit("-", 1)[0]), config={}, keep_steps=True)
+        fold = JobRecord(self.jid, str(spec.get("kind") or self.jid.rsplit("-", 1)[0]), config={}, keep_steps=self.table)
         names = sorted(e.rel[len(self.prefix):] for e in self.files.under(self.prefix.rstrip("/"))
                        if "/" not in e.rel[len(self.prefix):] and e.rel.endswith(".jsonl")
                        and e.rel[len(self.prefix):].startswith("events"))
         for name in sorted(names, key=lambda n: (n != "events.jsonl", n)):
-            read_events(fold, name, self._read(name) or b"", self.scrub.report_obj)
+            entry = self.files.get(self.prefix + name)
+            read_events(fold, name, entry.chunks() if entry is not None else b"", self.scrub.report_obj)
         status = job_status(self.dir, events=[fold.finished] if fold.finished else [])
         command = spec.get("command") or []
         fin = fold.finished
@@ -114,8 +139,11 @@ class JobReader:
                      for ev in list(fold.notable_logs)[:MAX_LOG_LINES]],
             "progress": _strip(fold.progress) if fold.progress else None,
             "unknown": [dict(_strip(ev), type=ev.get("type")) for ev in fold.unknown],
-            "steps": fold.step_table,
+            "steps": self.table.as_dict(),
         }
+        t = self.table
+        rec["step_curve"] = {"first_loss": t.first_loss, "last_loss": t.last_loss, "min_loss": t.min_loss,
+                             "ranks": sorted(t.ranks), "sizes": [b for b, _ in t.sizes.most_common()]}
         rec["ended_iso"] = iso(rec["ended"])
         self._config(rec)
         _mark_superseded(rec["artifacts"])
@@ -163,8 +191,13 @@ def _mark_superseded(artifacts: List[Dict[str, Any]]) -> None:
 
 def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
             scrub: Optional[Scrubber] = None, now: Optional[float] = None,
-            acceptance: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The whole record of a session as one JSON-ready dict (see the section keys below)."""
+            acceptance: Optional[Dict[str, Any]] = None,
+            step_tables: Optional[Dict[str, StepTable]] = None) -> Dict[str, Any]:
+    """The whole record of a session as one JSON-ready dict (see the section keys below).
+
+    Each job's steps are kept thinned (`jobs[].steps`, with `recorded` and `every`); pass `step_tables`
+    (a dict) to get every job's StepTable, whose spool holds every step for metrics/steps.csv.
+    """
     session_dir = store.session_dir(sid)
     files = files or SessionFiles.snapshot(session_dir)
     scrub = scrub or Scrubber()
@@ -172,7 +205,12 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
     info = scrub.report_obj(_json(files.read("session.json")) or {})
     job_dirs = sorted({session_dir / "jobs" / rel.split("/")[1] for rel in files.entries
                        if rel.startswith("jobs/") and rel.endswith("/job.json") and rel.count("/") == 2})
-    jobs = [JobReader(files, d, scrub).read() for d in job_dirs]
+    jobs = []
+    for d in job_dirs:
+        reader = JobReader(files, d, scrub, spool_steps=step_tables is not None)
+        jobs.append(reader.read())
+        if step_tables is not None:
+            step_tables[reader.jid] = reader.table
     jobs.sort(key=lambda j: (j["created"] or 0, j["jid"]))
     report: Dict[str, Any] = {
         "format": FORMAT,
@@ -274,14 +312,13 @@ def training_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
             continue
         cfg = j["config"]
         steps = j["steps"]
-        losses = [l for l, r in zip(steps["loss"], steps["rank"]) if isinstance(l, (int, float)) and r in (None, 0)]
+        curve = j["step_curve"]
         runs.append(dict(_common(j), **{
             "config": {k: cfg.get(k) for k in ("device", "data", "model", "train") if k in cfg},
             "config_yaml": j["config_yaml"],
             "epochs": j["epochs"], "best_epoch": j["best_epoch"], "perf": j["perf"],
-            "steps_recorded": len(steps["step"]),
-            "curve": {"first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-                      "min_loss": min(losses) if losses else None,
+            "steps_recorded": steps["recorded"],
+            "curve": {"first_loss": curve["first_loss"], "last_loss": curve["last_loss"], "min_loss": curve["min_loss"],
                       "val_accuracy": [(e.get("val") or {}).get("accuracy") for e in j["epochs"]]},
             "class_names": list(CLASS_NAMES),
             "parallel": parallel_record(j),
@@ -330,7 +367,7 @@ def export_record(j: Dict[str, Any]) -> Dict[str, Any]:
 def other_record(j: Dict[str, Any]) -> Dict[str, Any]:
     """A job of a kind without its own section (drill, or a kind this version does not know)."""
     rec = _common(j)
-    rec.update({"kind": j["kind"], "steps_recorded": len(j["steps"]["step"]), "perf": j["perf"]})
+    rec.update({"kind": j["kind"], "steps_recorded": j["steps"]["recorded"], "perf": j["perf"]})
     return rec
 
 

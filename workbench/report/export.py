@@ -7,14 +7,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from workbench.atomic import write_bytes, write_json, write_text
 from workbench.report import appendix, markdown, metrics_csv, reproduce, reproduce_md, svg
 from workbench.report.collect import FORMAT, collect
-from workbench.report.manifest import MANIFEST_NAME, Entry, SessionFiles, write_archive, write_manifest
-from workbench.report.secrets import Scrubber, scrub_pairs
+from workbench.report.manifest import (IN_MEMORY_LIMIT_BYTES, MANIFEST_NAME, Entry, SessionFiles, write_archive,
+                                       write_manifest)
+from workbench.report.secrets import Scrubber, file_kind, scrub_pairs
 from workbench.session import SessionStore
+from workbench.steptable import StepTable
 
 EXPORT_DIR = "export"
 SESSION_MANIFEST = "session.sha256"  # the session's files as packed, relative to the session folder
@@ -23,22 +25,69 @@ SESSION_MANIFEST = "session.sha256"  # the session's files as packed, relative t
 Screenshooter = Callable[[Path], Dict[str, Any]]
 
 
-def scrub_session(files: SessionFiles) -> Tuple[Scrubber, List[str]]:
-    """Mask secrets in the snapshot's in-memory copies -> (the scrubber, the paths whose copy was masked).
+def line_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Blocks of whole lines (each ending at a newline, the last maybe not) from a stream of chunks."""
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            yield data[:cut]
+    if rest:
+        yield rest
+
+
+def _large_text(entry: Entry) -> bool:
+    """A file left on disk that holds text (event files, logs): scrubbed in blocks of lines."""
+    if entry.data is not None:
+        return False
+    head = next(entry.chunks(), b"")[:8192]
+    return file_kind(entry.rel, head) != "binary"
+
+
+def scrub_session(files: SessionFiles, spill: Optional[Path] = None) -> Tuple[Scrubber, List[str]]:
+    """Mask secrets in the snapshot's copies -> (the scrubber, the paths whose copy was masked).
 
     The session folder is never written: it stays the truth, byte for byte. The record, the manifest
     and the archive carry the masked copies, so those files verify only in the unpacked archive.
+    Files too large to hold in memory are read in blocks of lines; a masked copy of one is written
+    under `spill` (a temporary folder the caller removes), so memory stays flat.
     """
+    large = [e for _, e in sorted(files.entries.items()) if _large_text(e)]
+    large_ids = {id(e) for e in large}
     scrubber = scrub_pairs((e.rel, e.data) for e in files.entries.values() if e.data is not None)
+    for entry in large:
+        for block in line_blocks(entry.chunks()):
+            scrubber.learn_file(entry.rel, block)
     masked = []
     for rel, entry in sorted(files.entries.items()):
         if entry.data is None:
+            if id(entry) in large_ids and spill is not None and _mask_large(scrubber, entry, spill):
+                masked.append(rel)
             continue
         clean = scrubber.file(entry.rel, entry.data)
         if clean != entry.data:
             entry.replace(clean)
             masked.append(rel)
     return scrubber, masked
+
+
+def _mask_large(scrubber: Scrubber, entry: Entry, spill: Path) -> bool:
+    """Mask a large file block by block into `spill`; point the entry at the copy when anything changed."""
+    spill.mkdir(parents=True, exist_ok=True)
+    copy = spill / ("%d-%s" % (len(os.listdir(str(spill))), entry.path.name))
+    changed = False
+    with open(str(copy), "wb") as out:
+        for block in line_blocks(entry.chunks()):
+            clean = scrubber.file(entry.rel, block)
+            changed = changed or clean != block
+            out.write(clean)
+    if changed:
+        entry.replace_path(copy)
+    else:
+        copy.unlink()
+    return changed
 
 
 def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
@@ -97,7 +146,10 @@ def _export_entries(folder: Path, skip: List[str]) -> List[Entry]:
             rel = os.path.relpath(str(path), str(folder)).replace(os.sep, "/")
             if rel in skip or (name.startswith(".") and name.endswith(".tmp")):
                 continue
-            entries.append(Entry(rel, path, path.read_bytes(), path.stat().st_mtime))
+            st = path.stat()
+            small = st.st_size <= IN_MEMORY_LIMIT_BYTES
+            entries.append(Entry(rel, path, path.read_bytes() if small else None, st.st_mtime,
+                                 length=None if small else st.st_size))
     return entries
 
 
@@ -141,18 +193,37 @@ def export_session(store: SessionStore, sid: str, out_dir: Optional[Path] = None
     if out_dir and export_dir != session_dir / EXPORT_DIR:
         _check_replaceable(export_dir)  # sessions/<sid>/export is the record's own folder
     files = SessionFiles.snapshot(session_dir, exclude=(EXPORT_DIR,))
-    scrubber, masked = scrub_session(files)
-    report = collect(store, sid, files, scrubber)
+    spill = Path(tempfile.mkdtemp(prefix="ms-workbench-export-"))
+    tables: Dict[str, StepTable] = {}
+    try:
+        scrubber, masked = scrub_session(files, spill)
+        report = collect(store, sid, files, scrubber, step_tables=tables)
+        return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots)
+    finally:
+        for table in tables.values():
+            table.close()
+        shutil.rmtree(str(spill), ignore_errors=True)
 
+
+def _write_record(store: SessionStore, sid: str, files: SessionFiles, scrubber: Scrubber, masked: List[str],
+                  report: Dict[str, Any], tables: Dict[str, StepTable], export_dir: Path,
+                  screenshots: Optional[Screenshooter]) -> Path:
+    """Stage the record's files, swap them in, then write the manifest and the archive."""
     export_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-staging-", dir=str(export_dir.parent)))
     try:
-        metrics = {"steps.csv": metrics_csv.steps_csv(report["jobs"]),
-                   "epochs.csv": metrics_csv.epochs_csv(report["jobs"]),
+        (stage / "metrics").mkdir(parents=True)
+        with open(str(stage / "metrics" / "steps.csv"), "w", encoding="utf-8", newline="") as fh:
+            fh.write(metrics_csv.steps_csv([]))  # the header; every step follows, streamed from the spools
+            for j in report["jobs"]:
+                if j["jid"] in tables:
+                    tables[j["jid"]].copy_rows(fh)
+        metrics = {"epochs.csv": metrics_csv.epochs_csv(report["jobs"]),
                    "per_class.csv": metrics_csv.per_class_csv(report["jobs"], _class_names(report))}
         for name, text in metrics.items():
             write_text(stage / "metrics" / name, text)
-        report["files"] = {"metrics": ["metrics/%s" % n for n in metrics], "figures": figures(report, stage),
+        report["files"] = {"metrics": ["metrics/%s" % n for n in ["steps.csv"] + list(metrics)],
+                           "figures": figures(report, stage),
                            "masked": masked}
         report["files"].update(write_package(report, files, stage))
         report["files"]["screenshots"] = screenshot_record(screenshots, stage)
@@ -176,7 +247,7 @@ def _seal(stage: Path, sid: str, files: SessionFiles) -> None:
     write_manifest(stage / SESSION_MANIFEST, session_entries)
     own = _export_entries(stage, [MANIFEST_NAME, archive_name])
     write_manifest(stage / MANIFEST_NAME, own)
-    packed = [Entry("%s/%s" % (EXPORT_DIR, e.rel), e.path, e.data, e.mtime)
+    packed = [Entry("%s/%s" % (EXPORT_DIR, e.rel), e.path, e.data, e.mtime, length=e.length)
               for e in _export_entries(stage, [archive_name])]
     export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in packed if e.rel.count("/") > 1})
     write_archive(stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs)
@@ -194,11 +265,20 @@ def _class_names(report: Dict[str, Any]) -> List[str]:
 def _scrub_tree(folder: Path, scrubber: Scrubber) -> None:
     """A last pass over everything the export wrote (screenshots show whatever a screen showed)."""
     for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            data = path.read_bytes()
-            clean = scrubber.file(path.name, data)
-            if clean != data:
-                write_text(path, clean.decode("utf-8"))
+        if not path.is_file():
+            continue
+        if path.stat().st_size > IN_MEMORY_LIMIT_BYTES:  # steps.csv of a long run: in blocks of lines
+            entry = Entry(path.name, path, None, 0.0, length=path.stat().st_size)
+            spill = path.with_name("." + path.name + ".scrub.tmp")
+            with open(str(spill), "wb") as out:
+                for block in line_blocks(entry.chunks()):
+                    out.write(scrubber.file(path.name, block))
+            os.replace(str(spill), str(path))
+            continue
+        data = path.read_bytes()
+        clean = scrubber.file(path.name, data)
+        if clean != data:
+            write_text(path, clean.decode("utf-8"))
 
 
 def _check_replaceable(export_dir: Path) -> None:

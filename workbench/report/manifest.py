@@ -10,12 +10,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from workbench.atomic import write_text
 
 MANIFEST_NAME = "manifest.sha256"
-IN_MEMORY_LIMIT_BYTES = 64 << 20  # bigger files (large checkpoints) are hashed and archived from disk
+IN_MEMORY_LIMIT_BYTES = 8 << 20  # bigger files (checkpoints, long event files) are read from disk in blocks
+BLOCK = 1 << 20
 STAGING_PREFIXES = (".export-staging-", ".export-old-")
 
 
@@ -28,23 +29,36 @@ class Entry:
     data: Optional[bytes] = None
     mtime: float = 0.0
     _sha256: Optional[str] = field(default=None, repr=False)
+    length: Optional[int] = None  # a file left on disk: its size when the snapshot was taken (a job may append)
 
     @property
     def size(self) -> int:
         """Size in bytes of the recorded content."""
-        return len(self.data) if self.data is not None else self.path.stat().st_size
+        if self.data is not None:
+            return len(self.data)
+        return self.length if self.length is not None else self.path.stat().st_size
+
+    def chunks(self) -> Iterator[bytes]:
+        """The recorded content in blocks of about 1 MB (a file on disk: up to its size at the snapshot)."""
+        if self.data is not None:
+            yield self.data
+            return
+        left = self.size
+        with open(self.path, "rb") as fh:
+            while left > 0:
+                block = fh.read(min(BLOCK, left))
+                if not block:
+                    break
+                left -= len(block)
+                yield block
 
     @property
     def sha256(self) -> str:
         """SHA-256 of the recorded content."""
         if self._sha256 is None:
             digest = hashlib.sha256()
-            if self.data is not None:
-                digest.update(self.data)
-            else:
-                with open(self.path, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        digest.update(block)
+            for block in self.chunks():
+                digest.update(block)
             self._sha256 = digest.hexdigest()
         return self._sha256
 
@@ -53,9 +67,13 @@ class Entry:
         self.data = data
         self._sha256 = None
 
+    def replace_path(self, path: Path) -> None:
+        """Record new content held in another file (a scrubbed copy of a large one)."""
+        self.path, self.data, self.length, self._sha256 = Path(path), None, Path(path).stat().st_size, None
+
     def read(self) -> bytes:
         """The recorded content."""
-        return self.data if self.data is not None else self.path.read_bytes()
+        return self.data if self.data is not None else b"".join(self.chunks())
 
 
 def _skipped(name: str) -> bool:
@@ -96,7 +114,7 @@ class SessionFiles:
                 except OSError:
                     continue  # vanished while we looked (a running job's temp file)
                 rel = _rel(rel_dir, name)
-                entries[rel] = Entry(rel, path, data, st.st_mtime)
+                entries[rel] = Entry(rel, path, data, st.st_mtime, length=None if data is not None else st.st_size)
         return cls(root, entries, dirs)
 
     def get(self, rel: str) -> Optional[Entry]:
@@ -150,13 +168,43 @@ def parse_manifest(text: str) -> Dict[str, str]:
     return out
 
 
+class _ChunkReader(io.RawIOBase):
+    """A file-like view of an entry's recorded content (tarfile reads exactly `size` bytes of it)."""
+
+    def __init__(self, entry: Entry):
+        super().__init__()
+        self._chunks = entry.chunks()
+        self._buf, self._pos = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            out = self._buf[self._pos:] + b"".join(self._chunks)
+            self._buf, self._pos = b"", 0
+            return out
+        parts, want = [], n
+        while want > 0:
+            if self._pos >= len(self._buf):
+                self._buf, self._pos = next(self._chunks, b""), 0
+                if not self._buf:
+                    break
+            part = self._buf[self._pos:self._pos + want]
+            self._pos += len(part)
+            want -= len(part)
+            parts.append(part)
+        return b"".join(parts)
+
+
 def write_archive(path: Path, top: str, entries: Sequence[Entry], dirs: Sequence[str] = ()) -> Path:
     """Write `top/<rel>` for every entry into a gzip tar, atomically (temp file + rename)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=str(path.parent))
     os.close(fd)
     try:
-        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        # gzip's default level 6, not tarfile's 9: level 9 was the largest single cost of exporting long event files
+        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT, compresslevel=6) as tar:
             top_info = tarfile.TarInfo(top)
             top_info.type, top_info.mode, top_info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
             tar.addfile(top_info)
@@ -172,9 +220,8 @@ def write_archive(path: Path, top: str, entries: Sequence[Entry], dirs: Sequence
                     info.size = len(entry.data)
                     tar.addfile(info, io.BytesIO(entry.data))
                 else:
-                    info.size = entry.path.stat().st_size
-                    with open(entry.path, "rb") as fh:
-                        tar.addfile(info, fh)
+                    info.size = entry.size
+                    tar.addfile(info, _ChunkReader(entry))
             # The archive ends up on disk in one piece or not at all.
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())

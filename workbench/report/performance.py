@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Dict, List, Optional
 
 from workbench.protocol import Evidence
@@ -19,7 +18,7 @@ def parallel_record(j: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     checks = [c for c in j["checks"] if c.get("id") == "weights-identical"]
     rec = {"settings": {k: par.get(k) for k in ("workers", "local_workers", "master_addr", "master_port", "node_rank")},
-           "launcher": "msrun", "ranks_seen": sorted({r for r in j["steps"]["rank"] if isinstance(r, int)}),
+           "launcher": "msrun", "ranks_seen": j["step_curve"]["ranks"],
            "weights_identical": checks[-1]["status"] if checks else Evidence.NOT_RUN,
            "batch_per_rank": (j["config"].get("train") or {}).get("batch_size")}
     rec.update(parallel_summary(j["config"], j["perf"], j["result"] if isinstance(j["result"], dict) else None) or {})
@@ -31,8 +30,8 @@ def _batch_size(j: Dict[str, Any], perf: Dict[str, Any]) -> Any:
                   (j["config"].get("train") or {}).get("batch_size") if j["kind"] == "train" else None):
         if value is not None:
             return value
-    sizes = [b for b in j["steps"]["batch_size"] if b is not None]
-    return Counter(sizes).most_common(1)[0][0] if sizes else None
+    sizes = j["step_curve"]["sizes"]  # most common first (workbench.steptable)
+    return sizes[0] if sizes else None
 
 
 REPEATS_CHECK = "perf-repeats"  # the train job's timing repeats (perf.repeats), one check with every repeat

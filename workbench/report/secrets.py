@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Iterable, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from workbench.envvars import allowed_name, record_env as mask_env  # noqa: F401  (mask_env: the record's name)
 from workbench.masking import MASK, MASK_MARKERS, mask_text, secret_name, secret_parts
@@ -16,6 +16,10 @@ ENV_KEYS = frozenset(("env", "environ", "environment", "env_vars", "environment_
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Za-z0-9]*)*$")
 MIN_SECRET_CHARS = 6  # shorter values ("1", "yes", "8080") are too common to hunt for by value
 NUMBER = re.compile(r"^[-+0-9.eE:]+$")
+# The quick look at a JSON line (Scrubber.plain_line): its strings without escapes, and what may sit between them.
+OUTSIDE_CHARS = frozenset(" \t\r{}[],:0123456789eE+-.truefalsn")
+OUTSIDE_BYTES = "".join(sorted(OUTSIDE_CHARS)).encode("ascii")
+TOKEN_CACHE_MAX = 100000
 
 
 def huntable(value: str) -> bool:
@@ -52,6 +56,41 @@ class Scrubber:
 
     def __init__(self, known_values: Iterable[str] = ()):
         self.values: Set[str] = {v for v in known_values if huntable(v)}
+        self._plain: Dict[bytes, bool] = {}  # string token -> holds nothing to learn or mask (for self.values)
+        self._plain_for = -1  # len(self.values) the cache was made for
+
+    def plain_line(self, line: bytes) -> bool:
+        """True when a JSON line surely holds nothing to learn or mask, decided without decoding it.
+
+        Event files are mostly step lines whose strings are a handful of names ("type", "steady");
+        each distinct string is judged once (no secret-like name, nothing masked in it, no secret
+        part), and the rest of the line may only be JSON punctuation, numbers, true/false/null.
+        Anything else (an escape, a letter outside a string) takes the full path.
+        """
+        if b"\\" in line:
+            return False
+        if self._plain_for != len(self.values):
+            self._plain = {}
+            self._plain_for = len(self.values)
+            # a remembered value made only of characters that may sit outside strings could hide there
+            self._plain_ok = not any(set(v) <= OUTSIDE_CHARS for v in self.values)
+        if not self._plain_ok:
+            return False
+        parts = line.split(b'"')  # without escapes, every odd part is a string's content
+        if len(parts) % 2 == 0 or b"".join(parts[0::2]).translate(None, OUTSIDE_BYTES):
+            return False
+        cache = self._plain
+        for token in parts[1::2]:
+            known = cache.get(token)
+            if known is None:
+                if len(cache) >= TOKEN_CACHE_MAX:
+                    cache.clear()
+                text = token.decode("utf-8", "replace")
+                known = not secret_name(text) and not secret_parts(text) and self.text(text) == text
+                cache[token] = known
+            if not known:
+                return False
+        return True
 
     # -- finding ---------------------------------------------------------------------------------
     def learn_obj(self, obj: Any, key: Optional[str] = None) -> None:
@@ -122,11 +161,14 @@ class Scrubber:
             except ValueError:
                 kind = "text"
         if kind == "jsonl":
-            for line in data.decode("utf-8", "replace").splitlines():
-                try:
-                    self.learn_obj(json.loads(line))
-                except ValueError:
-                    self.learn_text(line)
+            for raw in data.split(b"\n"):
+                if self.plain_line(raw):
+                    continue
+                for line in raw.decode("utf-8", "replace").splitlines():
+                    try:
+                        self.learn_obj(json.loads(line))
+                    except ValueError:
+                        self.learn_text(line)
             return
         if kind == "text":
             self.learn_text(data.decode("utf-8", "replace"))
@@ -155,7 +197,7 @@ class Scrubber:
         return data if clean == text else clean.encode("utf-8")
 
     def _jsonl_line(self, line: bytes) -> bytes:
-        if not line.strip():
+        if not line.strip() or self.plain_line(line):
             return line
         text = line.decode("utf-8", "replace")
         try:

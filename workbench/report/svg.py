@@ -129,8 +129,13 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
 
 
 def _global_steps(steps: Dict[str, List[Any]]) -> Tuple[List[int], List[int]]:
-    """Indices (1-based, rank 0 only) of the recorded steps, and which of them are kept."""
+    """Indices (1-based, rank 0 only) of the recorded steps, and which of them are kept.
+
+    A thinned table (workbench.steptable) carries each kept row's main-rank step number in `x`.
+    """
     keep = [i for i, r in enumerate(steps.get("rank") or []) if r in (None, 0)]
+    if steps.get("x"):
+        return [steps["x"][i] for i in keep], keep
     return list(range(1, len(keep) + 1)), keep
 
 

@@ -1,0 +1,153 @@
+"""How the product's cost grows with a session's size: export, `watch --json`, `sessions`, against json.loads.
+
+For sessions of 10 000, 100 000 and 1 000 000 events (bench/scale_sessions.py: the real drill job's
+lines at full rate, and the recorded real training job repeated to size) this measures in one run:
+`ms-workbench export` wall time and peak RSS (the child's own ru_maxrss from wait4), `watch --json`
+replay rate, the `sessions` listing time, and the baseline: one pass of json.loads over the same
+file in a fresh interpreter. Writes a JSON result, a Markdown table and two log-log SVG figures.
+Each command is the real CLI in a subprocess (`python -m workbench`, this tree first on PYTHONPATH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.scale_sessions import ROOT, SID, build_session, drill_template  # noqa: E402
+
+BASELINE = "import json,sys\nwith open(sys.argv[1],'rb') as fh:\n    for line in fh: json.loads(line)\n"
+GOALS = {"export_ratio": 3.0, "export_rss_mb": 250.0}
+
+
+def timed(cmd: List[str], out: Any = subprocess.DEVNULL) -> Tuple[float, float, float, int]:
+    """Run a command -> (wall s, CPU s, peak RSS MB of that child, return code)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=out, stderr=subprocess.DEVNULL, env=env)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, proc.returncode
+
+
+def measure(root: Path, events: Path, n: int) -> Dict[str, Any]:
+    """One session size: every command once, the baseline first."""
+    py = sys.executable
+    base = timed([py, "-c", BASELINE, str(events)])
+    export = timed([py, "-m", "workbench", "export", SID, "--sessions", str(root), "--no-screenshots"])
+    watch = timed([py, "-m", "workbench", "watch", "%s/%s" % (SID, events.parent.name), "--json",
+                   "--sessions", str(root)])
+    listing = timed([py, "-m", "workbench", "sessions", "--sessions", str(root)])
+    return {"events": n, "bytes": events.stat().st_size, "baseline_s": base[0], "baseline_rss_mb": base[2],
+            "export_s": export[0], "export_cpu_s": export[1], "export_rss_mb": export[2], "export_rc": export[3],
+            "export_ratio": export[0] / base[0], "watch_s": watch[0], "watch_events_per_s": n / watch[0],
+            "watch_rc": watch[3], "sessions_s": listing[0], "sessions_rc": listing[3]}
+
+
+def loglog_svg(title: str, y_label: str, series: Dict[str, List[Tuple[float, float]]], goal: float = None) -> str:
+    """A small log-log line chart (x: events) as a standalone SVG."""
+    w, h, left, bottom, top, right = 560, 340, 70, 50, 34, 150
+    pts = [p for s in series.values() for p in s if p[1] > 0]
+    if goal:
+        pts.append((pts[0][0], goal))
+    lx = [math.log10(p[0]) for p in pts]
+    ly = [math.log10(p[1]) for p in pts]
+    x0, x1 = math.floor(min(lx)), math.ceil(max(lx))
+    y0, y1 = math.floor(min(ly)), math.ceil(max(ly))
+    y1 = y1 if y1 > y0 else y0 + 1
+
+    def px(x: float) -> float:
+        return left + (math.log10(x) - x0) / (x1 - x0) * (w - left - right)
+
+    def py(y: float) -> float:
+        return h - bottom - (math.log10(y) - y0) / (y1 - y0) * (h - top - bottom)
+
+    out = ["<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='DejaVu Sans, sans-serif' "
+           "font-size='11'>" % (w, h), "<rect width='100%' height='100%' fill='white'/>",
+           "<text x='%d' y='20' font-size='13' font-weight='bold'>%s</text>" % (left, title)]
+    for e in range(x0, x1 + 1):
+        out.append("<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='#ddd'/>" % (px(10 ** e), top, px(10 ** e), h - bottom))
+        out.append("<text x='%.1f' y='%d' text-anchor='middle'>1e%d</text>" % (px(10 ** e), h - bottom + 14, e))
+    for e in range(y0, y1 + 1):
+        out.append("<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#ddd'/>" % (left, py(10 ** e), w - right, py(10 ** e)))
+        out.append("<text x='%d' y='%.1f' text-anchor='end'>%g</text>" % (left - 4, py(10 ** e) + 4, 10 ** e))
+    out.append("<text x='%d' y='%d' text-anchor='middle'>events in the session</text>" % ((left + w - right) // 2, h - 12))
+    out.append("<text transform='translate(14 %d) rotate(-90)' text-anchor='middle'>%s</text>" % ((h - bottom + top) // 2, y_label))
+    colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
+    for i, (name, s) in enumerate(series.items()):
+        c = colours[i % len(colours)]
+        s = [p for p in s if p[1] > 0]
+        out.append("<polyline fill='none' stroke='%s' stroke-width='2' points='%s'/>" % (
+            c, " ".join("%.1f,%.1f" % (px(x), py(y)) for x, y in s)))
+        for x, y in s:
+            out.append("<circle cx='%.1f' cy='%.1f' r='3' fill='%s'/>" % (px(x), py(y), c))
+        out.append("<text x='%d' y='%d' fill='%s'>%s</text>" % (w - right + 8, top + 14 * i + 10, c, name))
+    if goal:
+        out.append("<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#999' stroke-dasharray='4 3'/>" % (
+            left, py(goal), w - right, py(goal)))
+        out.append("<text x='%d' y='%.1f' fill='#666'>goal %g</text>" % (left + 4, py(goal) - 4, goal))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--mixes", default="drill,train")
+    ap.add_argument("--out", default=str(ROOT / "docs"), help="folder for scale.json and the two figures")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ms-workbench-scale-"))
+    rows = []
+    try:
+        templates = {"drill": drill_template(work), "train": None}
+        for mix in args.mixes.split(","):
+            for n in [int(s) for s in args.sizes.split(",")]:
+                root = work / ("%s-%d" % (mix, n))
+                events = build_session(root, mix, n, templates[mix])
+                row = dict(measure(root, events, n), mix=mix, load=os.getloadavg()[0])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                shutil.rmtree(str(root), ignore_errors=True)
+    finally:
+        shutil.rmtree(str(work), ignore_errors=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    by = lambda mix, key: [(r["events"], r[key]) for r in rows if r["mix"] == mix]  # noqa: E731
+    mixes = sorted({r["mix"] for r in rows})
+    time_series = {}
+    for mix in mixes:
+        time_series["export (%s)" % mix] = by(mix, "export_s")
+        time_series["watch --json (%s)" % mix] = by(mix, "watch_s")
+        time_series["json.loads (%s)" % mix] = by(mix, "baseline_s")
+        time_series["sessions (%s)" % mix] = by(mix, "sessions_s")
+    (out / "scale-time.svg").write_text(loglog_svg("Time vs events (one run)", "seconds", time_series), encoding="utf-8")
+    mem_series = {}
+    for mix in mixes:
+        mem_series["export peak RSS (%s)" % mix] = by(mix, "export_rss_mb")
+        mem_series["json.loads RSS (%s)" % mix] = by(mix, "baseline_rss_mb")
+    (out / "scale-memory.svg").write_text(loglog_svg("Peak memory vs events (one run)", "MB", mem_series,
+                                                     goal=GOALS["export_rss_mb"]), encoding="utf-8")
+    print("| mix | events | MB | json.loads s | export s (ratio) | export peak RSS MB | watch --json events/s | "
+          "sessions s | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %d | %.0f | %.2f | %.1f (%.1f×) | %.0f | %.0f | %.2f | %.1f |" % (
+            r["mix"], r["events"], r["bytes"] / 1e6, r["baseline_s"], r["export_s"], r["export_ratio"],
+            r["export_rss_mb"], r["watch_events_per_s"], r["sessions_s"], r["load"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
