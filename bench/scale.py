@@ -49,9 +49,10 @@ def measure(root: Path, events: Path, n: int) -> Dict[str, Any]:
     watch = timed([py, "-m", "workbench", "watch", "%s/%s" % (SID, events.parent.name), "--json",
                    "--sessions", str(root)])
     listing = timed([py, "-m", "workbench", "sessions", "--sessions", str(root)])
-    return {"events": n, "bytes": events.stat().st_size, "baseline_s": base[0], "baseline_rss_mb": base[2],
-            "export_s": export[0], "export_cpu_s": export[1], "export_rss_mb": export[2], "export_rc": export[3],
-            "export_ratio": export[0] / base[0], "watch_s": watch[0], "watch_events_per_s": n / watch[0],
+    return {"events": n, "bytes": events.stat().st_size, "baseline_s": base[0], "baseline_cpu_s": base[1],
+            "baseline_rss_mb": base[2], "export_s": export[0], "export_cpu_s": export[1], "export_rss_mb": export[2],
+            "export_rc": export[3], "export_ratio": export[0] / base[0], "export_cpu_ratio": export[1] / base[1],
+            "watch_cpu_s": watch[1], "sessions_cpu_s": listing[1], "watch_s": watch[0], "watch_events_per_s": n / watch[0],
             "watch_rc": watch[3], "sessions_s": listing[0], "sessions_rc": listing[3]}
 
 
@@ -66,6 +67,7 @@ def loglog_svg(title: str, y_label: str, series: Dict[str, List[Tuple[float, flo
     x0, x1 = math.floor(min(lx)), math.ceil(max(lx))
     y0, y1 = math.floor(min(ly)), math.ceil(max(ly))
     y1 = y1 if y1 > y0 else y0 + 1
+    x1 = x1 if x1 > x0 else x0 + 1
 
     def px(x: float) -> float:
         return left + (math.log10(x) - x0) / (x1 - x0) * (w - left - right)
@@ -131,6 +133,8 @@ def main() -> int:
         time_series["export (%s)" % mix] = by(mix, "export_s")
         time_series["watch --json (%s)" % mix] = by(mix, "watch_s")
         time_series["json.loads (%s)" % mix] = by(mix, "baseline_s")
+        time_series["export CPU (%s)" % mix] = by(mix, "export_cpu_s")
+        time_series["json.loads CPU (%s)" % mix] = by(mix, "baseline_cpu_s")
         time_series["sessions (%s)" % mix] = by(mix, "sessions_s")
     (out / "scale-time.svg").write_text(loglog_svg("Time vs events (one run)", "seconds", time_series), encoding="utf-8")
     mem_series = {}
@@ -139,13 +143,14 @@ def main() -> int:
         mem_series["json.loads RSS (%s)" % mix] = by(mix, "baseline_rss_mb")
     (out / "scale-memory.svg").write_text(loglog_svg("Peak memory vs events (one run)", "MB", mem_series,
                                                      goal=GOALS["export_rss_mb"]), encoding="utf-8")
-    print("| mix | events | MB | json.loads s | export s (ratio) | export peak RSS MB | watch --json events/s | "
-          "sessions s | load |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| mix | events | MB | json.loads wall / CPU s | export wall s (ratio) | export CPU s (ratio) | "
+          "export peak RSS MB | watch --json events/s (CPU s) | sessions wall / CPU s | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %.0f | %.2f | %.1f (%.1f×) | %.0f | %.0f | %.2f | %.1f |" % (
-            r["mix"], r["events"], r["bytes"] / 1e6, r["baseline_s"], r["export_s"], r["export_ratio"],
-            r["export_rss_mb"], r["watch_events_per_s"], r["sessions_s"], r["load"]))
+        print("| %s | %d | %.1f | %.2f / %.2f | %.1f (%.1f×) | %.2f (%.1f×) | %.0f | %.0f (%.2f) | %.2f / %.2f | %.1f |" % (
+            r["mix"], r["events"], r["bytes"] / 1e6, r["baseline_s"], r["baseline_cpu_s"], r["export_s"],
+            r["export_ratio"], r["export_cpu_s"], r["export_cpu_ratio"], r["export_rss_mb"], r["watch_events_per_s"],
+            r["watch_cpu_s"], r["sessions_s"], r["sessions_cpu_s"], r["load"]))
     return 0
 
 

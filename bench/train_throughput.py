@@ -14,6 +14,11 @@ interleaved round by round so drifting machine load hits them alike. Epoch 1 inc
 graph compile; the goals are judged on the steady epochs (2 and later), the median over all
 of them from all rounds, printed with its interquartile range.
 Prints a table and the ratios. Not part of the test suite.
+
+`--model cnn` runs the same arms with the small CNN (jobs/models.py) instead of the MLP, plus
+`job-uncapped` (the job with train.cpu_isa_cap=none: oneDNN free to use AVX-512) and, with
+`--compat-python` (a MindSpore 2.5 interpreter), `course-2.5` (the course recipe on that version).
+`--limit N` trains on the first N images of the split (the uncapped CNN is slow on AVX-512 CPUs).
 """
 
 from __future__ import annotations
@@ -32,19 +37,37 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from workbench.record import expand_steps  # noqa: E402
+
 SEED = 37
 BATCH = 64
 GOAL_VS_COURSE = 2.5  # job throughput >= 2.5x the course recipe's
 GOAL_VS_BARE = 0.05   # job epoch time within 5 % of the bare loop's
 
 
+MODEL = os.environ.get("BENCH_MODEL", "mlp")
+LIMIT = int(os.environ.get("BENCH_LIMIT", "0"))
+
+
 def load_split():
-    """float32 [54000, 1, 28, 28] images and int32 labels of the seed-37 training split."""
+    """float32 [54000, 1, 28, 28] images and int32 labels of the seed-37 training split (first LIMIT if set)."""
     from workbench.data import load_fashion_mnist, scale, stratified_split
 
     data = load_fashion_mnist()
     train_idx, _ = stratified_split(data.train_labels, 0.1, SEED)
+    if LIMIT:
+        train_idx = train_idx[:LIMIT]
     return scale(data.train_images[train_idx]), data.train_labels[train_idx].astype("int32")
+
+
+def make_net(nn):
+    """The MLP of the course, or the job's small CNN (the same layers as jobs/models.py)."""
+    if MODEL == "cnn":
+        return nn.SequentialCell(
+            nn.Conv2d(1, 8, 3, pad_mode="same", has_bias=True), nn.ReLU(), nn.MaxPool2d(2, 2),
+            nn.Conv2d(8, 16, 3, pad_mode="same", has_bias=True), nn.ReLU(), nn.MaxPool2d(2, 2),
+            nn.Flatten(), nn.Dense(16 * 7 * 7, 128), nn.ReLU(), nn.Dense(128, 10))
+    return nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
 
 
 def arm_course(epochs: int) -> Dict[str, Any]:
@@ -62,7 +85,7 @@ def arm_course(epochs: int) -> Dict[str, Any]:
             {"image": x.astype(np.float32), "label": y.astype(np.int32)}, shuffle=training)
         return source.batch(BATCH, drop_remainder=False)
 
-    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
+    net = make_net(nn)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     optimizer = nn.Adam(net.trainable_params(), learning_rate=0.001)
     train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)
@@ -101,7 +124,7 @@ def arm_bare(epochs: int) -> Dict[str, Any]:
     ms.set_device("CPU", 0) if hasattr(ms, "set_device") else ms.set_context(device_target="CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_seed(SEED)
-    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
+    net = make_net(nn)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), nn.Adam(net.trainable_params(), learning_rate=0.001))
     train_step.set_train(True)
@@ -123,14 +146,15 @@ def arm_bare(epochs: int) -> Dict[str, Any]:
     return {"epoch_s": times, "last_loss": last, "step_ms_median": statistics.median(steady_ms)}
 
 
-def arm_job(epochs: int, sessions: Path) -> Dict[str, Any]:
+def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any]:
     """`ms-workbench run train --detach` with the same config; epoch times from its events.
 
     Detached, so only the job and its supervisor run; a follower (`run` without --detach,
     or the TUI) reads the events beside it and is not part of the job's cost.
     """
     cmd = [sys.executable, "-m", "workbench", "run", "train", "--detach", "--sessions", str(sessions),
-           "--set", "model.name=mlp", "--set", "model.hidden=128", "--set", "train.epochs=%d" % epochs,
+           "--set", "model.name=%s" % MODEL, "--set", "model.hidden=128", "--set", "train.cpu_isa_cap=%s" % isa_cap,
+           "--set", "train.train_limit=%d" % LIMIT, "--set", "train.epochs=%d" % epochs,
            "--set", "train.batch_size=%d" % BATCH, "--set", "train.lr=0.001", "--set", "train.optimizer=adam",
            "--set", "train.mode=graph", "--set", "train.seed=%d" % SEED, "--set", "data.split_seed=%d" % SEED,
            "--set", "device.target=CPU"]
@@ -148,8 +172,9 @@ def arm_job(epochs: int, sessions: Path) -> Dict[str, Any]:
     return {"epoch_s": [e["train_s"] for e in epochs_ev], "epoch_with_val_s": [e["epoch_s"] for e in epochs_ev],
             "val_macro_f1": [e["val"]["macro_f1"] for e in epochs_ev], "first_step_s": perf["first_step_s"],
             "steady": perf["steady"], "job_dir": str(job_dir),
-            "step_ms_median": statistics.median(e["step_ms"] for e in events
-                                                if e["type"] == "step" and e["epoch"] > 1)}
+            "step_ms_median": statistics.median(s["step_ms"] for e in events if e["type"] in ("step", "steps")
+                                                and e["epoch"] > 1 for s in expand_steps(e)),
+            "cpu_isa_cap": [e for e in events if e["type"] == "started"][0].get("cpu_isa_cap")}
 
 
 def _env() -> Dict[str, str]:
@@ -182,9 +207,9 @@ def wait_for_quiet(max_busy: float, timeout_s: float) -> float:
             return busy
 
 
-def run_child(arm: str, epochs: int) -> Dict[str, Any]:
+def run_child(arm: str, epochs: int, python: str = sys.executable) -> Dict[str, Any]:
     """Run one arm in a fresh interpreter; it prints its result as the last stdout line."""
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--arm", arm, "--epochs", str(epochs)],
+    proc = subprocess.run([python, str(Path(__file__).resolve()), "--arm", arm, "--epochs", str(epochs)],
                           cwd=tempfile.gettempdir(), capture_output=True, text=True, env=_env())
     if proc.returncode != 0:
         raise SystemExit("arm %s failed:\n%s" % (arm, proc.stderr[-3000:]))
@@ -222,7 +247,11 @@ def main() -> int:
     parser.add_argument("--max-busy", type=float, default=0.25,
                         help="before each arm wait until the CPU is at most this busy (0..1; 1 = never wait)")
     parser.add_argument("--quiet-timeout", type=float, default=120.0, help="longest wait for a quiet CPU, seconds")
+    parser.add_argument("--model", choices=("mlp", "cnn"), default=MODEL, help="the network of every arm")
+    parser.add_argument("--limit", type=int, default=LIMIT, help="train on the first N images (0 = all 54 000)")
+    parser.add_argument("--compat-python", help="a MindSpore 2.5 interpreter: adds the course recipe on it")
     args = parser.parse_args()
+    os.environ["BENCH_MODEL"], os.environ["BENCH_LIMIT"] = args.model, str(args.limit)
     if args.summarize:
         rows = summarize(json.loads(Path(args.summarize).read_text())["raw"])
         print(json.dumps(rows, indent=2))
@@ -234,22 +263,29 @@ def main() -> int:
 
     print("python %s; %d rounds x %d epochs per arm; CPU cores: %s; load average before: %s" % (
         sys.version.split()[0], args.rounds, args.epochs, os.cpu_count(), "%.2f %.2f %.2f" % os.getloadavg()))
-    raw: Dict[str, List[Dict[str, Any]]] = {"course": [], "job": [], "bare": []}
+    arms = ["course", "job", "bare"] + (["job-uncapped"] if args.model == "cnn" else [])
+    arms += ["course-2.5"] if args.compat_python and os.path.exists(args.compat_python) else []
+    raw: Dict[str, List[Dict[str, Any]]] = {arm: [] for arm in arms}
     with tempfile.TemporaryDirectory(prefix="train-throughput-") as tmp:
         for rnd in range(args.rounds):
-            for arm in ("course", "job", "bare"):
+            for arm in arms:
                 busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
-                result = arm_job(args.epochs, Path(tmp)) if arm == "job" else run_child(arm, args.epochs)
+                if arm.startswith("job"):
+                    result = arm_job(args.epochs, Path(tmp), "none" if arm == "job-uncapped" else "auto")
+                elif arm == "course-2.5":
+                    result = run_child("course", args.epochs, args.compat_python)
+                else:
+                    result = run_child(arm, args.epochs)
                 result["cpu_busy_before"] = busy
                 raw[arm].append(result)
                 print("round %d %-6s epochs s: %s   (CPU busy before: %.0f %%)" % (
                     rnd + 1, arm, " ".join("%.2f" % s for s in result["epoch_s"]), 100 * busy), flush=True)
-    rows = summarize(raw)
-    print()
+    rows = summarize(raw, args.limit or 54000)
+    print("model %s, %d images" % (args.model, args.limit or 54000))
     print("| arm | epoch 1 s (compile incl.) | steady epoch s, median [IQR] | fastest steady epoch s | "
           "steady step median ms | images/s | throughput vs course | epoch time vs bare |")
     print("|---|---|---|---|---|---|---|---|")
-    for arm in ("course", "job", "bare"):
+    for arm in arms:
         r = rows[arm]
         print("| %s | %.2f | %.2f [%.2f–%.2f] | %.2f | %.2f | %.0f | %.2fx | %+.1f %% |" % (
             arm, r["first_epoch_s"], r["steady_epoch_s"], r["steady_q1_s"], r["steady_q3_s"],

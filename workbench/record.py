@@ -128,8 +128,12 @@ class JobRecord:
         return kept
 
     def ingest_lines(self, lines: Iterable[bytes],
-                     transform: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
-        """Fold complete raw lines (without newline); return the events folded, `transform`ed first."""
+                     transform: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None,
+                     keep: bool = True) -> List[Dict[str, Any]]:
+        """Fold complete raw lines (without newline); return the events folded, `transform`ed first.
+
+        keep=False returns [] and holds no event beyond the fold's bounded state (a whole file streamed).
+        """
         kept = []
         for raw in lines:
             self.lines += 1
@@ -138,7 +142,7 @@ class JobRecord:
             ev = decode_line(raw)
             if transform is not None:
                 ev = transform(ev)
-            if self._fold(ev, self.lines):
+            if self._fold(ev, self.lines) and keep:
                 kept.append(ev)
         self.version += 1
         return kept

@@ -82,7 +82,7 @@ def read_events(rec: JobRecord, name: str, data: Any, transform: Any = None) -> 
                     return transform(ev)
             return ev
     rec.begin_file(name)
-    rec.ingest_lines(_lines(chunks, tail), walk)
+    rec.ingest_lines(_lines(chunks, tail), walk, keep=False)
     rec.note_torn_tail(len(tail[0]) if tail else 0)
 
 
