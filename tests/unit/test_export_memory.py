@@ -1,0 +1,45 @@
+"""Exporting a long session keeps memory flat: peak RSS (resource, in a fresh process) stays under the goal
+and barely grows from 15 000 to 150 000 events, while steps.csv still holds every step."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.scale_sessions import SID, build_session
+from tests.conftest import PROJECT_ROOT
+
+RSS_GOAL_MB = 250.0  # issue 21: export of a 1 000 000-event session under 250 MB
+GROWTH_MB = 30.0  # 10x the events may cost this much more at most ("flat")
+CHILD = """
+import json, resource, sys
+from pathlib import Path
+from workbench.report.export import export_session
+from workbench.session import SessionStore
+out = export_session(SessionStore(Path(sys.argv[1])), sys.argv[2])
+rows = sum(1 for _ in open(out / "metrics" / "steps.csv")) - 1
+report = json.loads((out / "report.json").read_text())
+print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, "csv_rows": rows,
+                  "kept": len(report["jobs"][0]["steps"]["step"]), "recorded": report["jobs"][0]["steps"]["recorded"]}))
+"""
+
+
+def export_in_child(root: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), SID], cwd=str(PROJECT_ROOT), capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_export_memory_is_flat_in_the_number_of_events(tmp_path):
+    small_events = build_session(tmp_path / "small", "train", 15000)
+    big_events = build_session(tmp_path / "big", "train", 150000)
+    steps_small = sum(1 for line in small_events.open() if '"type":"step"' in line)
+    steps_big = sum(1 for line in big_events.open() if '"type":"step"' in line)
+    small, big = export_in_child(tmp_path / "small"), export_in_child(tmp_path / "big")
+    assert (small["csv_rows"], big["csv_rows"]) == (steps_small, steps_big)  # every step is in the CSV
+    assert big["recorded"] == steps_big and big["kept"] <= 4001  # the report keeps a thinned table
+    assert big["rss_mb"] < RSS_GOAL_MB, big
+    assert big["rss_mb"] - small["rss_mb"] < GROWTH_MB, (small, big)
