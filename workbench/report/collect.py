@@ -8,7 +8,7 @@ import posixpath
 import shlex
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
 import yaml
 
@@ -19,6 +19,7 @@ from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.imported import imported_mark
 from workbench.record import JobRecord
+from workbench.report.eventstream import read_events
 from workbench.report.limitations import limitations
 from workbench.report.performance import parallel_record, performance_rows
 from workbench.report.manifest import SessionFiles
@@ -53,37 +54,6 @@ def _json(data: Optional[bytes]) -> Any:
         return json.loads(data.decode("utf-8"))
     except ValueError:
         return None
-
-
-def _lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[bytes]:
-    """Complete lines (without newline) of a stream of byte chunks; what follows the last newline goes to `tail`."""
-    rest = b""
-    for chunk in chunks:
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        yield from parts
-    tail.append(rest)
-
-
-def read_events(rec: JobRecord, name: str, data: Any, transform: Any = None) -> None:
-    """Fold one events file's complete lines into `rec` (the torn tail is noted, never folded).
-
-    `data` is the file's bytes or an iterable of byte chunks (streamed: memory stays flat). Lines whose
-    fields hold no mapping skip `transform` (the report's masking walk): the snapshot was already masked
-    line by line (export.scrub_session), and cutting environment mappings only concerns mappings.
-    """
-    chunks = [data] if isinstance(data, bytes) else data
-    tail: List[bytes] = []
-    walk = None
-    if transform is not None:
-        def walk(ev: Dict[str, Any]) -> Dict[str, Any]:
-            for value in ev.values():
-                if isinstance(value, dict):
-                    return transform(ev)
-            return ev
-    rec.begin_file(name)
-    rec.ingest_lines(_lines(chunks, tail), walk, keep=False)
-    rec.note_torn_tail(len(tail[0]) if tail else 0)
 
 
 class JobReader:

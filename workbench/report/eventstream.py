@@ -1,0 +1,29 @@
+"""Reads one events file of a session snapshot into a JobRecord, streamed in blocks (memory stays flat)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from workbench.eventfile import complete_lines
+from workbench.record import JobRecord
+
+
+def read_events(rec: JobRecord, name: str, data: Any, transform: Any = None) -> None:
+    """Fold one events file's complete lines into `rec` (the torn tail is noted, never folded).
+
+    `data` is the file's bytes or an iterable of byte chunks (streamed: memory stays flat). Lines whose
+    fields hold no mapping skip `transform` (the report's masking walk): the snapshot was already masked
+    line by line (export.scrub_session), and cutting environment mappings only concerns mappings.
+    """
+    chunks = [data] if isinstance(data, bytes) else data
+    tail: List[bytes] = []
+    walk = None
+    if transform is not None:
+        def walk(ev: Dict[str, Any]) -> Dict[str, Any]:
+            for value in ev.values():
+                if isinstance(value, dict):
+                    return transform(ev)
+            return ev
+    rec.begin_file(name)
+    rec.ingest_lines(complete_lines(chunks, tail), walk, keep=False)
+    rec.note_torn_tail(len(tail[0]) if tail else 0)
