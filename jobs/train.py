@@ -53,8 +53,8 @@ class Trainer:
         import mindspore as ms
 
         self.ms = ms
-        self.ctx.started(cpu_isa_cap=self.isa_cap,
-            mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)},
+        self.ctx.started(
+            mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)}, cpu_isa_cap=self.isa_cap,
             mode=t.mode, precision=t.precision, model={"name": m.name, "hidden": m.hidden},
             feed=t.feed, batch_size=t.batch_size, epochs=t.epochs, seed=t.seed,
             resume_from=t.resume_from, parallel=self.par)
