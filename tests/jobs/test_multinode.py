@@ -24,6 +24,7 @@ from tests.conftest import cli_argv, cli_env, wait_for
 from tests.jobs.test_parallel import assert_no_process_left, by_type, processes_of
 from workbench.atomic import read_json
 from workbench.protocol import read_all
+from workbench.record import expand_steps
 from workbench.report.collect import collect
 from workbench.session import SessionStore, job_status
 
@@ -118,7 +119,7 @@ def test_two_nodes_train_together_and_both_jobs_end_ok(sessions, two_nodes, tmp_
     procs, (job0, job1) = start_both(sessions, two_nodes, tmp_path,
                                      ["data.synthetic_train=3000", "train.epochs=2"])
     try:
-        wait_for(lambda: any(e.get("type") == "step" for e in read_all(str(job1 / "events.jsonl"))), 180,
+        wait_for(lambda: any(e.get("type") in ("step", "steps") for e in read_all(str(job1 / "events.jsonl"))), 180,
                  poll_s=0.2, what="node 1's rank stepping")
         # An ordinary job on the device both nodes share is refused while they run.
         other = subprocess.run(cli_argv("run", "train", "--sessions", sessions, "--set", "device.target=CPU",
@@ -171,7 +172,8 @@ def test_killing_node_1_ends_node_0_within_the_stall_limit_naming_the_lost_rank(
     procs, (job0, job1) = start_both(sessions, two_nodes, tmp_path,
                                      ["data.synthetic_train=40000", "train.epochs=20"])
     try:
-        wait_for(lambda: sum(1 for e in read_all(str(job0 / "events.jsonl")) if e.get("type") == "step") > 20,
+        wait_for(lambda: sum(len(expand_steps(e)) for e in read_all(str(job0 / "events.jsonl"))
+                              if e.get("type") in ("step", "steps")) > 20,
                  180, poll_s=0.2, what="the run stepping")
         killed = processes_of(job1)
         assert killed, "node 1's job has processes"

@@ -20,6 +20,7 @@ from tests.conftest import poll_until, run_cli, wait_for
 from workbench.atomic import read_json
 from workbench.childproc import pid_running
 from workbench.protocol import read_all
+from workbench.record import expand_steps
 from workbench.report import markdown
 from workbench.report.collect import collect
 from workbench.runner import JobRunner
@@ -106,7 +107,7 @@ def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions
     assert sorted(started) == [0, 1] and started[0]["pid"] != started[1]["pid"]
     assert started[1]["parallel"] == {"rank": 1, "size": 2, "local_rank": 1, "node_rank": 0}
     for rank in (0, 1):
-        steps = [e for e in by_type(events, "step") if e["rank"] == rank]
+        steps = [s for e in by_type(events, "steps") if e["rank"] == rank for s in expand_steps(e)]
         assert [s["batch_size"] for s in steps] == [32, 32, 32, 32, 22], "rank %d" % rank
     drops = [e["message"] for e in by_type(events, "log") if "dropped" in e.get("message", "")]
     assert len(drops) == 2 and all("150 each, 1 dropped" in m for m in drops)
