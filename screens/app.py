@@ -90,8 +90,10 @@ class WorkbenchApp(App):
     BINDINGS = [Binding("ctrl+b", "toggle_low_bandwidth", "Low bw")]  # the screens bind 1-6 and q (screens/base.py)
 
     def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
-                 argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None):
+                 argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None,
+                 read_only: bool = False):
         super().__init__()
+        self.read_only = read_only  # drawing the record's screenshots: write nothing into the session
         self.store = store
         self.sid = sid
         self.cfg = cfg
@@ -140,7 +142,7 @@ class WorkbenchApp(App):
     def switch_mode(self, mode: str):
         """Switch screens and remember the screen in the session, so reopening it lands here."""
         done = super().switch_mode(mode)
-        if self.sid is not None:
+        if self.sid is not None and not self.read_only:
             try:
                 self.store.remember_ui(self.sid, last_screen=mode)
             except (OSError, ValueError) as exc:  # a read-only record must not stop the UI

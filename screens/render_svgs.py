@@ -48,7 +48,7 @@ async def shoot(root: Path, sid: str, out_dir: Path, written: List[str], size=SI
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = _event_bytes(root, sid)
-    app = WorkbenchApp(SessionStore(root), sid, cfg=defaults(), argv=["ms-workbench", "export"])
+    app = WorkbenchApp(SessionStore(root), sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True)
     async with app.run_test(size=size) as pilot:
         deadline = time.monotonic() + INGEST_TIMEOUT_S
         last, stable = -1, 0
