@@ -115,6 +115,7 @@ class JobReader:
             "progress": _strip(fold.progress) if fold.progress else None,
             "unknown": [dict(_strip(ev), type=ev.get("type")) for ev in fold.unknown],
             "steps": fold.step_table,
+            "device_samples": [_strip(d) for d in fold.device_samples],  # live npu-smi samples (train on Ascend)
         }
         rec["ended_iso"] = iso(rec["ended"])
         self._config(rec)
