@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from tests.conftest import PROJECT_ROOT, poll_until, run_cli
+from tests.jobs.jobpython import COMPAT, job_mindspore
 from tests.fixtures.ascend_fakes import (
     VERSIONS_800IA2, command_output, fixture_path, fixture_text, install_fake_npu_smi, make_fake_ascend_tree, section,
 )
@@ -32,6 +33,11 @@ PROBE_IDS = ["probe-add-fp32", "probe-matmul-fp16", "probe-matmul-fp32"]
 NO_PROBES = ["--set", "env.probes=false"]
 ms_missing = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 MS_VERSION = metadata.version("mindspore") if importlib.util.find_spec("mindspore") else None
+
+
+def ms_version():
+    """The MindSpore version the env job sees: the job interpreter's (make test-compat), else this process's."""
+    return job_mindspore()["dist_version"] if COMPAT else MS_VERSION
 
 
 class EnvRun:
@@ -120,12 +126,12 @@ def test_cpu_probes_pass_with_fetched_values(sessions):
         result = check["evidence"]["result"]
         assert result["device"]["target"] == "CPU" and result["shape"] == [64, 64]
         assert isinstance(result["max_abs_diff"], float) and 0 <= result["max_abs_diff"] <= result["atol"] + 50 * result["rtol"]
-        assert result["mindspore"]["version"] == MS_VERSION
+        assert result["mindspore"]["version"] == ms_version()
     assert "Float16" in run.check("probe-matmul-fp16")["detail"]
     assert list(run.summary) == SUMMARY_KEYS
     assert [(p["op"], p["verdict"]) for p in run.summary["probes"]] == [
         ("add-fp32", "observed-pass"), ("matmul-fp16", "observed-pass"), ("matmul-fp32", "observed-pass")]
-    assert run.summary["packages"]["mindspore"]["version"] == MS_VERSION
+    assert run.summary["packages"]["mindspore"]["version"] == ms_version()
     assert run.summary["packages"]["mindspore"]["found"] and not run.summary["packages"]["mindspore"]["duplicates"]
     assert run.summary["devices"] == [] and run.summary["processes"] == []
     assert run.check("npu-smi")["status"] == "not-run"
@@ -259,7 +265,7 @@ def test_every_npu_smi_fixture_on_a_fake_board(name, sessions, tmp_path):
         assert run.check("driver")["status"] == "observed-fail"  # target Ascend: a missing driver file fails
     # MindSpore here has no row in the pairing table: not-run, naming the versions compared.
     pairing = run.summary["pairing"]
-    assert (pairing["status"], pairing["mindspore"], pairing["cann"]) == ("not-run", MS_VERSION, cann_v)
+    assert (pairing["status"], pairing["mindspore"], pairing["cann"]) == ("not-run", ms_version(), cann_v)
     assert run.check("pairing")["status"] == "not-run"
     assert run.events[0]["device"]["resolved"] == "Ascend"
     setting = run.check("device-setting")  # the device node under env.root and a device table: Ascend is met
@@ -368,11 +374,11 @@ def test_stale_dist_info_is_a_duplicate_and_the_real_copy_still_wins(sessions, t
     env = {"PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), str(stale)])}
     run = run_env(sessions, *NO_PROBES, env=env)
     ms = run.summary["packages"]["mindspore"]
-    assert ms["version"] == MS_VERSION and ms["duplicates"] is True
+    assert ms["version"] == ms_version() and ms["duplicates"] is True
     assert ms["metadata_version"] == "2.3.1"  # importlib.metadata alone would have named the stale copy
     assert [c["wins"] for c in ms["copies"]] == [False, True]
     dup = run.check("pkg-duplicates")
-    assert dup["status"] == "observed-fail" and "WINS: %s" % MS_VERSION in dup["detail"] and "2.3.1" in dup["detail"]
+    assert dup["status"] == "observed-fail" and "WINS: %s" % ms_version() in dup["detail"] and "2.3.1" in dup["detail"]
     assert "importlib.metadata reports 2.3.1" in run.check("pkg-mindspore")["detail"]
 
 
