@@ -121,6 +121,7 @@ class TrainLoop:
     def run_step(self, pipe: EventPipe, batches: Any, step: int) -> None:
         """One timed training step and its event; a non-finite loss stops the job."""
         st, log, profile = self.state, self.log, self.profile
+        self.sampling.feed(pipe)
         if log.past_warmup and not (profile.settled and self.sampling.reported):
             self.sampling.poll(pipe, st.global_step)
             profile.maybe_open(pipe, log, st.global_step, self.plan.steps - step, self.sampling.reported)

@@ -7,12 +7,14 @@ not-run (device_activity decides that).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Optional
 
 from workbench.jobkit import JobContext
 from workbench.protocol import Evidence
 
 from jobs import device_activity
+from jobs.device_telemetry import DeviceTelemetry
 from jobs.train_timing import EventPipe, StepLog
 
 WHEN_RULE = "once, after the compile and warm-up steps, while training steps run"
@@ -27,6 +29,38 @@ class DeviceSampling:
         self.ctx = ctx
         self.device = device  # the runner's decision, with this rank's device id
         self.sampler: Optional[device_activity.BackgroundSample] = None
+        self.telemetry = start_telemetry(ctx, device)
+        self.aicore: list = []  # the telemetry's AI Core readings so far (evidence for device-activity)
+
+    def feed(self, pipe: EventPipe) -> None:
+        """Every step: hand the telemetry's queued `device` events and log lines to the event pipe (cheap when none)."""
+        if self.telemetry is None:
+            return
+        for type_, fields in self.telemetry.drain():
+            if type_ == "device":
+                self.aicore.append(fields.get("ai_core_pct"))
+            pipe.put(type_, **fields)
+
+    def telemetry_evidence(self) -> Optional[Dict[str, Any]]:
+        """What the live samples say of the AI Cores: {samples, above_zero, max_pct, stopped}; None off Ascend."""
+        if self.telemetry is None:
+            return None
+        known = [a for a in self.aicore if a is not None]
+        return {"samples": len(self.aicore), "above_zero": sum(1 for a in known if a > 0),
+                "max_pct": max(known) if known else None, "stopped": self.telemetry.stopped_why}
+
+    def _add_telemetry(self) -> None:
+        """Put the AI Core readings into the device-activity observation before it is reported."""
+        result = self.sampler.result if self.sampler is not None else None
+        tele = self.telemetry_evidence()
+        if result is None or tele is None or result.get("telemetry_added"):
+            return
+        result["telemetry_added"] = True
+        result.setdefault("evidence", {})["telemetry"] = tele
+        if result.get("status") == Evidence.PASS and tele["samples"]:
+            # the pid on the device is one half; AI Cores busy while it is there is the other
+            result["detail"] = "%s; AI Core above zero in %d of %d live samples (max %s%%)" % (
+                result["detail"], tele["above_zero"], tele["samples"], tele["max_pct"])
 
     @property
     def reported(self) -> bool:
@@ -41,14 +75,22 @@ class DeviceSampling:
                 self.ctx, self.device, npu_smi=env.npu_smi, timeout_s=env.npu_smi_timeout_s,
                 when={"after_global_step": global_step, "rule": WHEN_RULE}).start()
         if self.sampler.done() and not self.sampler.reported:
+            self.feed(pipe)
             pipe.drain()
+            self._add_telemetry()
             self.sampler.report()
 
     def finish(self, log: StepLog) -> None:
         """Report the sample (waiting for npu-smi's own time limit at most), or why there was none."""
         target = self.device["target"]
+        if self.telemetry is not None:  # the last samples, then the thread is left to end on its own
+            self.telemetry.stop()
+            for type_, fields in self.telemetry.drain():
+                self.ctx.emit(type_, **fields)
         if self.sampler is not None:
             wait_s = self.ctx.cfg.env.npu_smi_timeout_s + FINISH_GRACE_S
+            self.sampler.thread.join(wait_s)
+            self._add_telemetry()
             self.sampler.report(wait_s=wait_s)
             if not self.sampler.reported:
                 self.ctx.check(device_activity.CHECK_ID, device_activity.CHECK_TITLE, Evidence.BLOCKED,
@@ -61,3 +103,17 @@ class DeviceSampling:
                        evidence={"target": target, "steps": len(log.step_ms), "warmup_steps": log.warmup_steps},
                        hint="run more steps than train.warmup_steps")
 
+
+
+def start_telemetry(ctx: JobContext, device: Dict[str, Any]) -> Optional[DeviceTelemetry]:
+    """On Ascend: sample npu-smi for this process's own device (each rank its own); elsewhere nothing is sampled."""
+    if device.get("target") != "Ascend":
+        return None
+    env = ctx.cfg.env
+    path, looked = device_activity.find_npu_smi(env.npu_smi)
+    if path is None:
+        ctx.log("device telemetry: npu-smi not found (looked for %s); nothing sampled" % ", ".join(looked),
+                level="warning")
+        return None
+    return DeviceTelemetry(path, device_activity.lock_path(ctx), int(device.get("id", 0) or 0),
+                           os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), timeout_s=env.npu_smi_timeout_s).start()

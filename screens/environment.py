@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Static
 
 from screens.base import WorkbenchScreen
 from screens.widgets.evidence import badge
+from workbench.ascend.chipstatus import CHIP_COLUMNS
 from workbench.views.environment import EnvironmentView
 
 HEALTH_STYLE = {"OK": "green", "Warning": "bold yellow"}
@@ -113,6 +114,10 @@ class EnvironmentScreen(WorkbenchScreen):
             devices.add_columns("NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB",
                                 "HBM MB")
             yield devices
+            yield Static("", id="env-chips-title")
+            chips = DataTable(id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False)
+            chips.add_columns(*(label for _, label in CHIP_COLUMNS))
+            yield chips
             yield Static("", id="env-processes")
 
     def on_mount(self) -> None:
@@ -150,6 +155,7 @@ class EnvironmentScreen(WorkbenchScreen):
         self._fill_checks(view)
         self._show_detail(view)
         self._fill_devices(view, plain)
+        self._fill_chips(view, plain)
 
     def _runline(self, view: EnvironmentView) -> Text:
         line = Text()
@@ -249,11 +255,27 @@ class EnvironmentScreen(WorkbenchScreen):
         procs = view.processes
         text = ""
         if procs:
-            text = "processes: " + ", ".join("NPU %s pid %s %s %s MB" % (p.get("npu"), p.get("pid"), p.get("name"),
-                                                                      _num(p.get("memory_mb"), "%.0f"))
-                                             for p in procs[:8])
+            text = "processes: " + ", ".join("NPU %s%s pid %s %s %s MB" % (
+                p.get("npu"), "" if p.get("chip") is None else " chip %s" % p.get("chip"), p.get("pid"), p.get("name"),
+                _num(p.get("memory_mb"), "%.0f")) for p in procs[:8])
             if len(procs) > 8:
                 text += " … (%d more)" % (len(procs) - 8)
         elif devices:
             text = "processes: none on the devices"
         self.query_one("#env-processes", Static).update(text)
+
+    def _fill_chips(self, view: EnvironmentView, plain: bool) -> None:
+        """Per chip (each card's MCU after its chips): health, temperature, power, AI Core, memory used/total."""
+        rows = view.chip_rows
+        title = Text("Chips (npu-smi info -t common|usages|health)", style="bold")
+        errors = view.chip_errors
+        if errors:
+            title.append("  " + "; ".join(errors[:3]), style="dim")
+        title_box = self.query_one("#env-chips-title", Static)
+        title_box.update(title)
+        title_box.display = bool(rows or errors)
+        table = self.query_one("#env-chips", DataTable)
+        table.clear()
+        for row in rows:
+            table.add_row(*(health_text(row[key], plain) if key == "health" else row[key] for key, _ in CHIP_COLUMNS))
+        table.display = bool(rows)

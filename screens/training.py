@@ -19,6 +19,7 @@ from screens.training_panels import (EPOCH_ROWS, epochs_summary, epochs_table, e
                                      matrix_label, per_class_table, perf_panel, profile_table, rank_rows, step_label,
                                      test_line, weakest_shown)
 from screens.widgets.confusion import ConfusionGrid
+from screens.widgets.device_panel import DevicePanel
 from screens.widgets.evidence import badge
 from screens.widgets.panel import Panel
 from screens.widgets.spark import Spark
@@ -83,6 +84,7 @@ class TrainingScreen(WorkbenchScreen):
                     yield Spark(id="loss", summary=fmean)
                     yield Static("step ms", id="step-label", classes="chart-label")
                     yield Spark(id="steps")
+                    yield DevicePanel(id="device-panel")
                 yield Panel("", id="perf")
             with Horizontal(id="tables"):
                 yield Panel(epochs_table(self.view, False), id="epochs")
@@ -264,6 +266,7 @@ class TrainingScreen(WorkbenchScreen):
             self.query_one("#steps", Spark).data = shown
             self.query_one("#loss-label", Static).update(loss_label(view), layout=False)
             self.query_one("#step-label", Static).update(step_label(view, shown), layout=False)
+        self.query_one(DevicePanel).show(view.device_samples, view.device_target)  # redraws only on a new sample
         perf_key = (view.jid, id(view.perf), plain, tuple((k, c.get("status")) for k, c in view.checks.items()),
                     tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,
                     None if view.perf else int(time.monotonic() / LIVE_PERF_S))

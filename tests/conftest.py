@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -105,6 +106,13 @@ def _stop_leftovers(root: Path) -> None:
                     kill(target, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+
+def pytest_configure(config) -> None:
+    """Module-scoped job fixtures start before any per-test folder: give the whole run its own lock folder
+    too, so the suite never collides with the machine's real jobs (or another test run) on CPU:0."""
+    if not os.environ.get("MS_WORKBENCH_LOCK_DIR"):
+        os.environ["MS_WORKBENCH_LOCK_DIR"] = tempfile.mkdtemp(prefix="ms-workbench-test-locks-")
 
 
 @pytest.fixture(autouse=True)

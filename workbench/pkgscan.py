@@ -28,6 +28,11 @@ _VERSION_LINE = re.compile(r"^Version:\s*(\S+)", re.MULTILINE)
 _DUNDER_VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 
 
+# Distributions that install a package under another name: MindSpore's nightly/dev builds
+# (mindspore-dev, e.g. 2.5.0.dev20250202) install the same `mindspore` package.
+DIST_ALIASES = {"mindspore": ("mindspore_dev",)}
+
+
 def normalize(name: str) -> str:
     """Distribution/import name compared as text: 'MindSpore-Lite' -> 'mindspore_lite'."""
     return re.sub(r"[-_.]+", "_", name).lower()
@@ -81,7 +86,7 @@ def scan_entry(entry: str, name: str) -> Dict[str, Any]:
         names = sorted(os.listdir(entry or "."))
     except OSError:
         return found
-    want = normalize(name)
+    want = {normalize(name)} | set(DIST_ALIASES.get(normalize(name), ()))
     for item in names:
         path = os.path.join(entry, item)
         stem, dot, suffix = item.partition(".")
@@ -89,7 +94,7 @@ def scan_entry(entry: str, name: str) -> Dict[str, Any]:
             found["module"] = path
         elif stem == name and dot and (suffix == "py" or suffix.endswith(("so", "pyd"))) and found["module"] is None:
             found["module"] = path
-        elif item.endswith((".dist-info", ".egg-info")) and normalize(item.split("-", 1)[0]) == want:
+        elif item.endswith((".dist-info", ".egg-info")) and normalize(item.split("-", 1)[0]) in want:
             kind = "dist-info" if item.endswith(".dist-info") else "egg-info"
             found["dists"].append({"path": path, "kind": kind, "version": dist_version(path)})
     return found

@@ -130,7 +130,7 @@ class JobRunner:
         if imported_mark(self.store.session_dir(sid)) is not None:
             raise RunnerError("session %s is an imported record (read-only): run jobs in a session of your own; "
                               "refer to its runs as %s/<job id>" % (sid, sid))
-        python = cfg.get("python") or sys.executable
+        python = cfg.get("python") or os.environ.get("MS_WORKBENCH_PYTHON") or sys.executable
         if os.sep in python and not os.access(python, os.X_OK):
             raise RunnerError("python: %r is not an executable interpreter (config key 'python')" % python)
         job_dir = self.store.new_job_dir(sid, kind)

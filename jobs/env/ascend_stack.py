@@ -66,15 +66,17 @@ def set_env_script(cann: Dict[str, Any]) -> str:
 # -- driver and firmware ---------------------------------------------------------------------------
 
 def driver_summary(status: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """(driver, firmware) facts for the summary, the firmware with whether it fits the driver's range."""
-    driver, firmware = status["driver"], status["firmware"]
+    """(driver, firmware) facts for the summary; the firmware with the two-way compatibility verdict."""
+    driver, firmware, compat = status["driver"], status["firmware"], status["compatibility"]
     return ({k: driver[k] for k in VERSION_KEYS},
-            dict({k: firmware[k] for k in VERSION_KEYS}, in_driver_range=status["firmware_in_driver_range"]))
+            dict({k: firmware[k] for k in VERSION_KEYS}, in_driver_range=status["firmware_in_driver_range"],
+                 driver_in_firmware_range=status["driver_in_firmware_range"],
+                 compatibility={"status": compat["status"], "checked": compat["checked"], "detail": compat["detail"]}))
 
 
 def driver_checks(ctx: JobContext, target: str, status: Dict[str, Any]) -> None:
-    """`driver` and `firmware` version.info (incl. /var/davinci/driver on 310B), and their fit."""
-    driver, firmware, fits = status["driver"], status["firmware"], status["firmware_in_driver_range"]
+    """`driver` and `firmware` version.info (incl. /var/davinci/driver on 310B), and their fit both ways."""
+    driver, firmware, compat = status["driver"], status["firmware"], status["compatibility"]
     needed = target == "Ascend"
     if driver["found"]:
         ctx.check("driver", "Driver", Evidence.PASS, "driver %s (%s)" % (driver["version"], driver["path"]),
@@ -86,22 +88,21 @@ def driver_checks(ctx: JobContext, target: str, status: Dict[str, Any]) -> None:
                       "" if needed else "; not needed for target %s" % target), evidence=driver,
                   hint="install the Ascend driver (HDK) or mount /usr/local/Ascend/driver into the container"
                   if needed else None, group="driver")
-    if firmware["found"] and fits is False:
-        ctx.check("firmware", "Firmware", Evidence.FAIL,
-                  "firmware %s is outside the driver's compatible range %s" % (
-                      firmware["version"], driver["fields"].get("compatible_version_fw")),
-                  evidence=dict(firmware, in_driver_range=fits),
-                  hint="upgrade the firmware package to the one released with driver %s" % driver["version"],
-                  group="driver")
-    elif firmware["found"]:
-        ctx.check("firmware", "Firmware", Evidence.PASS, "firmware %s (%s)%s" % (
-            firmware["version"], firmware["path"],
-            "; inside the driver's compatible range" if fits else "; driver lists no compatible range"),
-            evidence=dict(firmware, in_driver_range=fits), group="driver")
+    evidence = dict(firmware, compatibility=compat)
+    if firmware["found"] and compat["status"] == Evidence.NOT_RUN:  # present; neither side lists a range
+        ctx.check("firmware", "Firmware", Evidence.PASS, "firmware %s (%s); %s" % (
+            firmware["version"], firmware["path"], compat["detail"]), evidence=evidence, group="driver")
+    elif firmware["found"] or compat["status"] != Evidence.NOT_RUN:
+        # the verdict reads both files' ranges (driver's compatible_version_fw, firmware's
+        # compatible_version_drv) and names the side it could not check
+        where = " (%s)" % firmware["path"] if firmware["found"] else " (from npu-smi)"
+        ctx.check("firmware", "Firmware", compat["status"], "firmware %s%s: %s" % (
+            compat["firmware"], where, compat["detail"]), evidence=evidence, hint=compat["hint"], group="driver")
     else:
         ctx.check("firmware", "Firmware", Evidence.FAIL if needed else Evidence.NOT_RUN,
-                  "no firmware version.info: looked at %s" % ", ".join(e["path"] for e in firmware["looked_at"]),
-                  evidence=firmware, hint="install the firmware package released with the driver" if needed else None,
+                  "no firmware version.info: looked at %s; %s" % (
+                      ", ".join(e["path"] for e in firmware["looked_at"]), compat["detail"]),
+                  evidence=evidence, hint="install the firmware package released with the driver" if needed else None,
                   group="driver")
 
 

@@ -26,7 +26,7 @@ def gather(cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[str, Any]) -> Dic
         "cann": ascend_stack.cann_summary(cann, set_env),
         "driver": driver, "firmware": firmware,
         "pairing": ascend_stack.pairing_facts(packages["mindspore"]["version"], cann["version"]),
-        "devices": [], "processes": [],
+        "devices": [], "processes": [], "cards": [],
         "environment": settings.environment_facts()[0],
     }
 
@@ -39,16 +39,21 @@ def check(ctx: JobContext, cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[s
     packages = python_stack.package_facts()
     python_stack.package_checks(ctx, packages)
     ascend_stack.cann_checks(ctx, target, cann, set_env)
-    status = cannmod.driver_status(cfg.env.root)
+    # npu-smi first: its title line and `-t board` stand in for a missing driver or firmware version.info
+    smi = npu.npu_smi(ctx, cfg.env, target)
+    info = smi.info
+    status = cannmod.driver_status(cfg.env.root, driver_version=info.version if info is not None else None,
+                                   firmware_version=npu.board_firmware(smi))
     ascend_stack.driver_checks(ctx, target, status)
     driver, firmware = ascend_stack.driver_summary(status)
+    driver["npu_smi"] = smi.facts
     pairing = ascend_stack.pairing_facts(packages["mindspore"]["version"], cann["version"])
     ascend_stack.pairing_check(ctx, pairing)
-    info = npu.npu_smi(ctx, cfg.env, target, driver)
     npu.npu_health(ctx, info)
+    cards = npu.card_status(smi)
     npu.visible_devices(ctx, info)
     settings.role_and_log_checks(ctx)
-    settings.device_setting(ctx)
+    settings.device_setting(ctx, cfg.env.root, cfg.env.npu_smi_timeout_s)
     recorded, masked = settings.environment_facts()
     settings.environment_check(ctx, recorded, masked)
     return {
@@ -58,5 +63,6 @@ def check(ctx: JobContext, cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[s
         "driver": driver, "firmware": firmware, "pairing": pairing,
         "devices": list(info.devices) if info is not None else [],
         "processes": [npu.process_row(p) for p in info.processes] if info is not None else [],
+        "cards": cards,
         "environment": recorded,
     }

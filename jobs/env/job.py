@@ -14,7 +14,7 @@ from jobs.env import inventory
 from jobs.env.probes import DeviceProbes
 from jobs.env.settings import device_setting
 
-SUMMARY_KEYS = ("python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "probes",
+SUMMARY_KEYS = ("python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "cards", "probes",
                 "environment")
 
 
@@ -29,7 +29,7 @@ def main(ctx: JobContext) -> str:
     ctx.raise_if_cancelled()
     if only:
         facts = inventory.gather(cfg, cann, set_env)
-        device_setting(ctx)
+        device_setting(ctx, cfg.env.root, cfg.env.npu_smi_timeout_s)
     else:
         facts = inventory.check(ctx, cfg, cann, set_env)
     facts["probes"] = probes

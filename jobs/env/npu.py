@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.ascend import cann as cannmod
-from workbench.ascend import npusmi, visible
+from workbench.ascend import chipstatus, npusmi, visible
 from workbench.atomic import write_text
 from workbench.jobkit import JobContext
 from workbench.protocol import Evidence
@@ -33,31 +34,41 @@ def find_npu_smi(command: str, root: str) -> Tuple[Optional[str], bool, List[str
     return None, False, looked
 
 
-def npu_smi(ctx: JobContext, env_cfg: Any, target: str, driver: Dict[str, Any]) -> Optional[npusmi.NpuSmiInfo]:
+class SmiRun:
+    """What the env job learnt from npu-smi: the parsed `info`, its facts, and how to run it again."""
+
+    def __init__(self, facts: Dict[str, Any], info: Optional[npusmi.NpuSmiInfo] = None,
+                 run: Optional[chipstatus.RunNpuSmi] = None):
+        self.facts = facts
+        self.info = info
+        self.run = run
+
+    @property
+    def listed(self) -> bool:
+        """npu-smi ran without a failure and listed at least one device."""
+        return self.info is not None and bool(self.info.devices) and self.facts.get("failure") is None
+
+
+def npu_smi(ctx: JobContext, env_cfg: Any, target: str) -> SmiRun:
     """Run `npu-smi info` under the single-poller lock; keep its output; parse or explain it.
 
-    npu-smi belongs to the driver package: what was found goes into `driver["npu_smi"]`.
+    npu-smi belongs to the driver package: the returned facts go into the driver's summary.
     """
     path, on_path, looked = find_npu_smi(env_cfg.npu_smi, env_cfg.root)
     npu = {"present": path is not None, "path": path, "on_path": on_path, "looked_at": looked}
-    driver["npu_smi"] = npu
     if path is None:
         ctx.check("npu-smi", "npu-smi", Evidence.NOT_RUN, "npu-smi not found (looked for %s)" % ", ".join(looked),
                   evidence=npu, hint="install the Ascend driver, or mount npu-smi into the container"
                   if target == "Ascend" else None, group="npu")
-        return None
+        return SmiRun(npu)
     if os.path.basename(path) != "npu-smi":
         ctx.check("npu-smi", "npu-smi", Evidence.BLOCKED, "env.npu_smi=%r: its basename must be npu-smi" % path,
                   evidence=npu, hint="set env.npu_smi to npu-smi or a path ending in /npu-smi", group="npu")
-        return None
-    lock = str(ctx.dir.parents[2] / ".locks" / "npu-smi.lock")
+        return SmiRun(npu)
+    lock = smi_lock(ctx)
     timeout_s = env_cfg.npu_smi_timeout_s
-    saved_path = os.environ.get("PATH", "")
-    os.environ["PATH"] = os.path.dirname(path) + os.pathsep + saved_path  # run exactly the one found
-    try:
-        rc, out, err, elapsed_s = npusmi.run_npu_smi(["info"], timeout_s=timeout_s, lock_path=lock)
-    finally:
-        os.environ["PATH"] = saved_path
+    run = functools.partial(npusmi.run_npu_smi, timeout_s=timeout_s, lock_path=lock, command=path)
+    rc, out, err, elapsed_s = run(["info"])
     raw = out + (("\n# stderr:\n" + err) if err.strip() else "")
     artifact = ctx.artifacts / "npu-smi-info.txt"
     write_text(artifact, raw)
@@ -69,27 +80,55 @@ def npu_smi(ctx: JobContext, env_cfg: Any, target: str, driver: Dict[str, Any]) 
     evidence = dict(npu, devices=len(info.devices), processes=info.processes, idle_npus=info.idle_npus,
                     unparsed=info.unparsed, raw=tail(raw, 8000),
                     note=None if on_path else "npu-smi is not on PATH; ran %s" % path)
-    if failure is not None:
-        ctx.check("npu-smi", "npu-smi", Evidence.FAIL, "npu-smi info failed (%s): %s" % (
-            failure["code"], failure["cause"]), evidence=evidence, hint=failure["hint"], group="npu")
-        return info if info.devices else None
+    if failure is not None:  # a device layer that cannot answer: blocked, never a pass (issue 17, class 2)
+        verdict = npusmi.failure_verdict(failure, out, err)
+        evidence["error_text"] = verdict["error_text"]
+        ctx.check("npu-smi", "npu-smi", verdict["status"], verdict["detail"], evidence=evidence,
+                  hint=verdict["hint"], group="npu")
+        return SmiRun(npu, info if info.devices else None, run)
     if not info.devices:
         ctx.check("npu-smi", "npu-smi", Evidence.FAIL,
                   "npu-smi info printed no device table this parser knows (layout %s, %d unparsed lines)" % (
                       info.layout, len(info.unparsed)), evidence=evidence,
                   hint="keep artifacts/npu-smi-info.txt and compare it with the known layouts", group="npu")
-        return None
+        return SmiRun(npu, None, run)
     detail = "%d device(s), %d process(es), npu-smi %s, layout %s" % (
         len(info.devices), len(info.processes), info.version or "version not printed", info.layout)
     if not on_path:
         detail += "; not on PATH, ran %s" % path
     ctx.check("npu-smi", "npu-smi", Evidence.PASS, detail, evidence=evidence, group="npu")
-    return info
+    return SmiRun(npu, info, run)
+
+
+def smi_lock(ctx: JobContext) -> str:
+    """The single-poller npu-smi lock of this sessions root."""
+    return str(ctx.dir.parents[2] / ".locks" / "npu-smi.lock")
+
+
+def board_firmware(smi: SmiRun) -> Optional[str]:
+    """The firmware version `npu-smi info -t board` prints for the first NPU (stands in for a missing version.info)."""
+    if not smi.listed or smi.run is None:
+        return None
+    npu = min(d["npu"] for d in smi.info.devices)
+    rc, out, err, _ = smi.run(["info", "-t", "board", "-i", str(npu)])
+    if npusmi.classify_failure(rc, out, err) is not None:
+        return None
+    value = npusmi.parse_board(out).card.get("Firmware Version")
+    return str(value) if value not in (None, "", "NA") else None
+
+
+def card_status(smi: SmiRun) -> List[Dict[str, Any]]:
+    """Per-chip health, temperature, power, AI Core and memory of every NPU npu-smi listed (one record per chip)."""
+    if not smi.listed or smi.run is None:
+        return []
+    return [chipstatus.read_card_status(smi.run, n) for n in sorted({d["npu"] for d in smi.info.devices})]
 
 
 def process_row(row: Dict[str, Any]) -> Dict[str, Any]:
     """One process npu-smi lists, as the summary keeps it."""
-    out = {"npu": row["npu"], "pid": row["pid"], "name": row["name"], "memory_mb": row["memory_mb"]}
+    # chip: two dies under one NPU id (A3, 310P Duo) are told apart by it; None when the table has none
+    out = {"npu": row["npu"], "chip": row.get("chip"), "pid": row["pid"], "name": row["name"],
+           "memory_mb": row["memory_mb"]}
     if "container_pid" in row:
         out["container_pid"] = row["container_pid"]
     return out

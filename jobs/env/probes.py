@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from workbench.ascend import cann as cannmod
 from workbench.atomic import read_json
 from workbench.childproc import run_child
 from workbench.jobconfig import JobConfig
@@ -16,6 +18,7 @@ from workbench.protocol import Evidence
 from jobs.env.common import read_text, tail
 from jobs.msdevice import explain_error, ms_role_warning
 
+SET_ENV_MISSING = "set_env.sh not sourced"
 PROBE_OPS = ("add-fp32", "matmul-fp16", "matmul-fp32")
 TICK_EVERY_S = 10.0
 
@@ -37,7 +40,7 @@ class DeviceProbes:
             if not cann["found"]:
                 missing.append("CANN toolkit not found (%d places looked at, see CANN toolkit)" % len(cann["looked_at"]))
             if not set_env["sourced"]:
-                missing.append("set_env.sh not sourced (%s)" % "; ".join(set_env["missing"][:3]))
+                missing.append("%s (%s)" % (SET_ENV_MISSING, "; ".join(set_env["missing"][:3])))
         return missing
 
     def run(self, cann: Dict[str, Any], set_env: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -123,12 +126,31 @@ class DeviceProbes:
                     "the op did not run on the asked-for device", result=result, run_info=run_info)
             return self.emit(op, Evidence.PASS, detail, evidence, None, result=result, run_info=run_info)
         hint = error.get("hint") or explain_error(message)
+        libraries = ""
+        if error.get("stage") == "set-device":
+            missing, libraries = self.libraries_named(message, missing)
+            evidence["libraries"] = libraries or None
         if error.get("stage") == "set-device" and missing:
-            detail = "precondition missing: %s. MindSpore says: %s" % ("; ".join(missing), ms_words(message))
+            detail = "precondition missing: %s. MindSpore says: %s%s" % (
+                "; ".join(missing), ms_words(message), ". Libraries: " + libraries if libraries else "")
             return self.emit(op, Evidence.BLOCKED, detail, dict(evidence, missing=missing), hint,
                              result=result, run_info=run_info)
-        detail = "failed at %s: %s" % (error.get("stage"), ms_words(message))
+        detail = "failed at %s: %s%s" % (error.get("stage"), ms_words(message),
+                                         ". Libraries: " + libraries if libraries else "")
         return self.emit(op, Evidence.FAIL, detail, evidence, hint, result=result, run_info=run_info)
+
+    def libraries_named(self, message: str, missing: List[str]) -> Tuple[List[str], str]:
+        """(missing, detail) once the libraries a set-device error names are located.
+
+        When every library the error names is reachable, the failure is not a missing search
+        path, so "set_env.sh not sourced" is no explanation for it and is dropped.
+        """
+        lib = cannmod.libraries_in_error(message, os.environ, self.env.root)
+        if not lib["named"]:
+            return missing, ""
+        if not lib["unreachable"]:
+            missing = [m for m in missing if not m.startswith(SET_ENV_MISSING)]
+        return missing, lib["detail"]
 
     def emit(self, op: str, status: str, detail: str, evidence: Dict[str, Any], hint: Optional[str],
              result: Optional[Dict[str, Any]] = None, run_info: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

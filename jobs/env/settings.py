@@ -6,7 +6,7 @@ import os
 from typing import Any, Dict, List, Tuple
 
 from workbench import envvars
-from workbench.device import detect
+from workbench.device import DETECT_TIMEOUT_S, detect, setting_verdict
 from workbench.jobkit import JobContext
 from workbench.protocol import Evidence
 
@@ -42,21 +42,18 @@ def role_and_log_checks(ctx: JobContext) -> None:
         ctx.check("glog", "Log levels", Evidence.PASS, "; ".join(parts), evidence=levels, group="settings")
 
 
-def device_setting(ctx: JobContext) -> None:
-    """`device-setting`: device.target/id, what auto would pick here and why, and whether the request can be met."""
+def device_setting(ctx: JobContext, root: str = "/", timeout_s: float = DETECT_TIMEOUT_S) -> None:
+    """`device-setting`: device.target/id, what auto would pick here and why, and whether the request can be met.
+
+    Detection looks under `root` (env.root) for the device nodes, like the rest of the inventory.
+    """
     dev = dict(ctx.device)
-    found = detect()
+    found = detect(root=root, lock_path=str(ctx.dir.parents[2] / ".locks" / "npu-smi.lock"), timeout_s=timeout_s)
+    verdict = setting_verdict(dev, found)
     evidence = {"requested": dev.get("requested"), "resolved": dev.get("resolved"), "id": dev.get("id"),
                 "why": dev.get("why"), "detected": found}
-    detail = "device.target=%s device.id=%s → %s:%s (%s)" % (
-        dev.get("requested"), dev.get("id"), dev.get("resolved"), dev.get("id"), dev.get("why"))
-    if dev.get("requested") in ("Ascend", "GPU") and found["target"] != dev.get("requested"):
-        ctx.check("device-setting", "Device setting", Evidence.FAIL,
-                  detail + "; this machine shows no %s: %s" % (dev.get("requested"), found["why"]), evidence=evidence,
-                  hint="set device.target to auto or CPU here, or run on a machine with the device; nothing falls "
-                       "back to CPU on its own", group="settings")
-    else:
-        ctx.check("device-setting", "Device setting", Evidence.PASS, detail, evidence=evidence, group="settings")
+    ctx.check("device-setting", "Device setting", verdict["status"], verdict["detail"], evidence=evidence,
+              hint=verdict["hint"], group="settings")
 
 
 def environment_facts() -> Tuple[Dict[str, Any], List[str]]:

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from tests.conftest import PROJECT_ROOT, poll_until, run_cli
+from tests.jobs.jobpython import COMPAT, job_mindspore
 from tests.fixtures.ascend_fakes import (
     VERSIONS_800IA2, command_output, fixture_path, fixture_text, install_fake_npu_smi, make_fake_ascend_tree, section,
 )
@@ -25,13 +26,18 @@ from workbench.atomic import read_json
 from workbench.childproc import pid_running
 from workbench.envvars import MASK
 
-SUMMARY_KEYS = ["python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "probes",
-                "environment"]
+SUMMARY_KEYS = ["python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "cards",
+                "probes", "environment"]
 DEVICE_KEYS = {"npu", "chip", "name", "health", "power_w", "temp_c", "aicore_pct", "memory_mb", "hbm_mb"}
 PROBE_IDS = ["probe-add-fp32", "probe-matmul-fp16", "probe-matmul-fp32"]
 NO_PROBES = ["--set", "env.probes=false"]
 ms_missing = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 MS_VERSION = metadata.version("mindspore") if importlib.util.find_spec("mindspore") else None
+
+
+def ms_version():
+    """The MindSpore version the env job sees: the job interpreter's (make test-compat), else this process's."""
+    return job_mindspore()["dist_version"] if COMPAT else MS_VERSION
 
 
 class EnvRun:
@@ -64,11 +70,14 @@ def run_env(sessions: Path, *sets: str, env: Optional[Dict[str, str]] = None, ti
 
 
 def fake_board(tmp_path: Path, npu_smi_fixture: Optional[Path], tree: Optional[str] = "8.0.0",
-               extra_env: Optional[Dict[str, str]] = None, **fake_kw: Any) -> Tuple[List[str], Dict[str, str]]:
-    """Fake npu-smi first on PATH and a fake Ascend tree under tmp_path/root.
+               extra_env: Optional[Dict[str, str]] = None, device_node: bool = True,
+               **fake_kw: Any) -> Tuple[List[str], Dict[str, str]]:
+    """Fake npu-smi first on PATH and a fake Ascend tree under tmp_path/root (with <root>/dev/davinci0).
 
     Returns the --set arguments and the environment the CLI needs on top of this one (PATH and
-    what the tree's set_env.sh sets).
+    what the tree's set_env.sh sets). With a fake npu-smi the target is set to Ascend: `auto`
+    is resolved from this machine's /dev, which has no NPU (the env job itself detects under
+    env.root, where the fake device node is).
     """
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PROJECT_ROOT)}
     root = tmp_path / "root"
@@ -78,11 +87,16 @@ def fake_board(tmp_path: Path, npu_smi_fixture: Optional[Path], tree: Optional[s
         env.update({k: v for k, v in tree_env.items() if k not in ("PATH", "PYTHONPATH")})
         env["PATH"] = tree_env["PATH"] + os.pathsep + env["PATH"]
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), tree_env.get("PYTHONPATH", "")])
+    if device_node:
+        (root / "dev").mkdir(exist_ok=True)
+        (root / "dev" / "davinci0").write_text("")  # a plain file: detection only looks for the name
+    sets = ["--set", "env.root=%s" % root]
     if npu_smi_fixture is not None:
         install_fake_npu_smi(tmp_path / "bin", npu_smi_fixture, **fake_kw)
         env["PATH"] = str(tmp_path / "bin") + os.pathsep + env["PATH"]
+        sets += ["--set", "device.target=Ascend"]
     env.update(extra_env or {})
-    return ["--set", "env.root=%s" % root], env
+    return sets, env
 
 
 def fixture_section(tmp_path: Path, start: str, stop: str) -> Path:
@@ -112,12 +126,12 @@ def test_cpu_probes_pass_with_fetched_values(sessions):
         result = check["evidence"]["result"]
         assert result["device"]["target"] == "CPU" and result["shape"] == [64, 64]
         assert isinstance(result["max_abs_diff"], float) and 0 <= result["max_abs_diff"] <= result["atol"] + 50 * result["rtol"]
-        assert result["mindspore"]["version"] == MS_VERSION
+        assert result["mindspore"]["version"] == ms_version()
     assert "Float16" in run.check("probe-matmul-fp16")["detail"]
     assert list(run.summary) == SUMMARY_KEYS
     assert [(p["op"], p["verdict"]) for p in run.summary["probes"]] == [
         ("add-fp32", "observed-pass"), ("matmul-fp16", "observed-pass"), ("matmul-fp32", "observed-pass")]
-    assert run.summary["packages"]["mindspore"]["version"] == MS_VERSION
+    assert run.summary["packages"]["mindspore"]["version"] == ms_version()
     assert run.summary["packages"]["mindspore"]["found"] and not run.summary["packages"]["mindspore"]["duplicates"]
     assert run.summary["devices"] == [] and run.summary["processes"] == []
     assert run.check("npu-smi")["status"] == "not-run"
@@ -144,7 +158,9 @@ def test_ascend_request_is_blocked_with_mindspores_message_and_exit_1(sessions):
     assert all(p["verdict"] != "observed-pass" for p in run.summary["probes"])
     assert run.finished["status"] == "failed" and run.finished["error"]["type"] == "DeviceProbeFailed"
     assert run.finished["error"]["hint"]
-    assert run.check("device-setting")["status"] == "observed-fail"  # asked for Ascend on a machine without one
+    setting = run.check("device-setting")  # asked for Ascend on a machine without one: a missing precondition
+    assert setting["status"] == "blocked" and "no /dev/davinci* device node visible" in setting["detail"], setting
+    assert "--device=/dev/davinci0" in setting["hint"]
 
 
 def test_probe_that_hangs_and_probe_that_segfaults_do_not_stop_the_others(sessions, tmp_path):
@@ -246,27 +262,65 @@ def test_every_npu_smi_fixture_on_a_fake_board(name, sessions, tmp_path):
     assert run.summary["firmware"]["version"] == firmware_v
     assert run.summary["firmware"]["in_driver_range"] is fits
     if driver_v is None:  # the 310B board image records only the toolkit: say so, do not pass
-        assert run.check("driver")["status"] == "observed-fail"  # auto resolved to Ascend (npu-smi on PATH)
+        assert run.check("driver")["status"] == "observed-fail"  # target Ascend: a missing driver file fails
     # MindSpore here has no row in the pairing table: not-run, naming the versions compared.
     pairing = run.summary["pairing"]
-    assert (pairing["status"], pairing["mindspore"], pairing["cann"]) == ("not-run", MS_VERSION, cann_v)
+    assert (pairing["status"], pairing["mindspore"], pairing["cann"]) == ("not-run", ms_version(), cann_v)
     assert run.check("pairing")["status"] == "not-run"
-    assert run.events[0]["device"]["resolved"] == "Ascend" and "npu-smi on PATH" in run.events[0]["device"]["why"]
+    assert run.events[0]["device"]["resolved"] == "Ascend"
+    setting = run.check("device-setting")  # the device node under env.root and a device table: Ascend is met
+    assert setting["status"] == "observed-pass", setting
+    detected = setting["evidence"]["detected"]
+    assert detected["target"] == "Ascend" and "found davinci0; npu-smi lists %d device(s)" % len(devices) in detected["why"]
     assert [run.check(i)["status"] for i in PROBE_IDS] == ["not-run"] * 3
 
 
-def test_npu_smi_dcmi_failure_becomes_a_check_with_a_hint(sessions, tmp_path):
+def test_npu_smi_dcmi_failure_blocks_the_device_layer_with_a_hint(sessions, tmp_path):
     capture = fixture_path("docker-container_npu-smi_dcmi-8020_and_toolkit-info-8.0.0.txt")
     sets, env = fake_board(tmp_path, capture, "8.0.0", exit_code=255)
     run = run_env(sessions, *sets, *NO_PROBES, env=env)
     assert run.proc.returncode == 0  # a failed npu-smi is a finding, not a crash
     smi = run.check("npu-smi")
-    assert smi["status"] == "observed-fail"
-    assert "dcmi-8020" in smi["detail"] and "--device /dev/davinci" in smi["hint"]
+    assert smi["status"] == "blocked", smi  # the device layer cannot answer: never a pass
+    assert "dcmi-8020" in smi["detail"] and "ret is -8020" in smi["detail"]  # npu-smi's own words
+    assert "--device /dev/davinci" in smi["hint"] and "--device=/dev/davinci_manager" in smi["hint"]
     assert "ret is -8020" in smi["evidence"]["raw"]
     assert "ret is -8020" in (run.dir / "artifacts" / "npu-smi-info.txt").read_text()
     assert run.summary["devices"] == [] and run.summary["driver"]["npu_smi"]["failure"]["code"] == "dcmi-8020"
+    assert run.summary["cards"] == []
     assert run.check("npu-health")["status"] == "not-run"
+    setting = run.check("device-setting")  # explicit Ascend: blocked with npu-smi's words, not observed-pass
+    assert setting["status"] == "blocked" and "npu-smi info failed (dcmi-8020)" in setting["detail"], setting
+
+
+def test_auto_with_npu_smi_but_no_device_node_resolves_to_cpu_with_the_reason(sessions, tmp_path):
+    capture = fixture_path("docker-container_npu-smi_dcmi-8020_and_toolkit-info-8.0.0.txt")
+    sets, env = fake_board(tmp_path, capture, "8.0.0", exit_code=255, device_node=False)
+    sets = sets[:2]  # env.root only: device.target stays auto
+    run = run_env(sessions, *sets, *NO_PROBES, env=env)
+    device = run.events[0]["device"]
+    assert (device["requested"], device["resolved"]) == ("auto", "CPU"), device
+    assert "no /dev/davinci* device node visible" in device["why"] and "dcmi-8020" in device["why"]
+    assert run.check("device-setting")["status"] == "observed-pass"  # auto asked for what is here: CPU
+    assert run.check("npu-smi")["status"] == "blocked"
+
+
+def test_two_die_card_gives_one_status_row_per_chip_and_the_mcu_apart(sessions, tmp_path):
+    smi = {"info": fixture_path("derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"),
+           "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
+           "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
+           "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt")}
+    sets, env = fake_board(tmp_path, smi, "8.0.0")
+    run = run_env(sessions, *sets, *NO_PROBES, env=env)
+    assert run.proc.returncode == 0, run.proc.stderr
+    cards = run.summary["cards"]
+    assert [(c["npu"], [ch["chip"] for ch in c["chips"]]) for c in cards] == [(0, [0, 1])]
+    card = cards[0]
+    assert card["mcu"] is not None and card["errors"] == {}, card
+    chips = card["chips"]
+    assert all(ch["temperature_c"] is not None and ch["aicore_pct"] is not None for ch in chips), chips
+    assert all(ch["temperature_c"] != card["mcu"]["temperature_c"] for ch in chips)  # the MCU never stands for a chip
+    assert [(p["npu"], p["chip"], p["pid"]) for p in run.summary["processes"]] == [(0, 0, 41235), (0, 1, 41236)]
 
 
 def test_npu_smi_that_hangs_is_killed_at_its_time_limit(sessions, tmp_path):
@@ -275,9 +329,9 @@ def test_npu_smi_that_hangs_is_killed_at_its_time_limit(sessions, tmp_path):
     run = run_env(sessions, *sets, *NO_PROBES, "--set", "env.npu_smi_timeout_s=1", env=env)
     assert time.monotonic() - start < 45
     smi = run.check("npu-smi")
-    assert smi["status"] == "observed-fail" and "timeout" in smi["detail"], smi
+    assert smi["status"] == "blocked" and "timeout" in smi["detail"], smi
     assert (Path(sessions) / ".locks" / "npu-smi.lock").exists()  # the single-poller lock of this sessions root
-    assert run.check("cann-toolkit")["status"] == "observed-fail"  # auto -> Ascend, and no tree at all
+    assert run.check("cann-toolkit")["status"] == "observed-fail"  # target Ascend, and no tree at all
 
 
 def test_settings_visible_devices_and_masked_secrets(sessions, tmp_path):
@@ -320,11 +374,11 @@ def test_stale_dist_info_is_a_duplicate_and_the_real_copy_still_wins(sessions, t
     env = {"PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), str(stale)])}
     run = run_env(sessions, *NO_PROBES, env=env)
     ms = run.summary["packages"]["mindspore"]
-    assert ms["version"] == MS_VERSION and ms["duplicates"] is True
+    assert ms["version"] == ms_version() and ms["duplicates"] is True
     assert ms["metadata_version"] == "2.3.1"  # importlib.metadata alone would have named the stale copy
     assert [c["wins"] for c in ms["copies"]] == [False, True]
     dup = run.check("pkg-duplicates")
-    assert dup["status"] == "observed-fail" and "WINS: %s" % MS_VERSION in dup["detail"] and "2.3.1" in dup["detail"]
+    assert dup["status"] == "observed-fail" and "WINS: %s" % ms_version() in dup["detail"] and "2.3.1" in dup["detail"]
     assert "importlib.metadata reports 2.3.1" in run.check("pkg-mindspore")["detail"]
 
 

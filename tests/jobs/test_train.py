@@ -17,6 +17,7 @@ import pytest
 
 from jobs.datafeed import SYNTHETIC_SEED
 from tests.conftest import assert_events_valid, run_cli, wait_for
+from tests.jobs.jobpython import expected_read_back, expected_set_with
 from workbench.atomic import read_json
 from workbench.data import stratified_split, synthetic_fashion
 from workbench.metrics import weighted_mean
@@ -118,6 +119,10 @@ def test_events_metrics_and_sample_weighted_loss(straight):
     eff = check(straight, "effective-config")
     assert eff["status"] == "observed-pass"
     assert eff["evidence"]["observed"]["target"] == "CPU" and eff["evidence"]["observed"]["mode"] == "graph"
+    # which API selected the device and read it back depends on the job interpreter's MindSpore
+    effective = [e for e in events(straight, "result")][-1]["summary"]["effective_device"]
+    assert effective["source"] == expected_read_back() and effective["set_with"]["api"].startswith(expected_set_with())
+    assert events(straight, "device") == []  # on CPU nothing is sampled: no live device telemetry
     activity = check(straight, "device-activity")
     assert activity["status"] == "not-run" and "Ascend only" in activity["detail"]
     assert "data.split_seed=37" in check(straight, "data-split")["detail"]

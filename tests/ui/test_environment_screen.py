@@ -152,3 +152,35 @@ async def test_p_runs_only_the_probes_and_r_runs_everything_again(tmp_path, monk
         assert view.checks["probe-add-fp32"]["status"] == "not-run"
     for jid in ("env-002", "env-003"):
         assert JobRunner.wait(app.tracker.jobs[jid].dir, 30)
+
+
+async def test_chip_table_shows_each_die_and_the_mcu_of_a_two_die_card(tmp_path, monkeypatch):
+    import functools
+    import json
+
+    from tests.fixtures.ascend_fakes import fixture_path, install_fake_npu_smi
+    from workbench.ascend import chipstatus, npusmi
+
+    smi = install_fake_npu_smi(tmp_path / "bin", {
+        "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
+        "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
+        "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt")})
+    run = functools.partial(npusmi.run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
+    card = chipstatus.read_card_status(run, 0)
+    lines = []
+    for line in (FIXTURES / RECORDED["910a-warning"][0]).read_text().splitlines():
+        ev = json.loads(line)
+        if ev["type"] == "result":
+            ev["summary"]["cards"] = [card]
+        lines.append(ev)
+    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    sid = make_recorded_session(tmp_path / "sessions", [("env-001", "env", lines, OK_EXIT)])
+    app = WorkbenchApp(SessionStore(tmp_path / "sessions"), sid, defaults())
+    async with app.run_test(size=(120, 48)) as pilot:
+        await _show(pilot)
+        table = app.screen.query_one("#env-chips", DataTable)
+        assert table.display and table.row_count == 3
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(3)]
+        assert [r[0] for r in rows] == ["NPU 0 chip 0", "NPU 0 chip 1", "NPU 0 MCU"]
+        assert rows == [[r[key] for key, _ in chipstatus.CHIP_COLUMNS] for r in chipstatus.chip_status_rows([card])]
+        assert "Chips" in _text(app, "#env-chips-title")

@@ -53,3 +53,30 @@ def test_a_new_full_run_starts_from_nothing_and_a_refused_job_is_noticed():
     view.job_changed(job("env-003", 3.0, "failed", "refused: device CPU:0 is held by job env-002"))
     assert "env-003" in view.notice and "held by" in view.notice
     assert view.counts() == {"observed-pass": 0, "observed-fail": 0, "blocked": 0, "not-run": 0}
+
+
+def test_chip_rows_come_from_the_cards_of_a_two_die_card(tmp_path):
+    import functools
+
+    from tests.fixtures.ascend_fakes import fixture_path, install_fake_npu_smi
+    from workbench.ascend import chipstatus, npusmi
+
+    smi = install_fake_npu_smi(tmp_path / "bin", {
+        "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
+        "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
+        "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt")})
+    run = functools.partial(npusmi.run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
+    card = chipstatus.read_card_status(run, 0)
+    events = recorded("env_910a_warning.jsonl")
+    for ev in events:
+        if ev["type"] == "result":
+            ev["summary"]["cards"] = [card]
+    view = EnvironmentView()
+    full = job("env-001", 1.0)
+    view.ingest(full, events)
+    view.job_changed(full)
+    rows = view.chip_rows
+    assert [r["device"] for r in rows] == ["NPU 0 chip 0", "NPU 0 chip 1", "NPU 0 MCU"]
+    assert all(set(r) == {key for key, _ in chipstatus.CHIP_COLUMNS} for r in rows)
+    assert all(r["temp"].endswith("°C") and r["aicore"].endswith("%") and " / " in r["memory"] for r in rows[:2])
+    assert rows[2]["aicore"] == chipstatus.DASH and view.chip_errors == []

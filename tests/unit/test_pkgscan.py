@@ -91,3 +91,15 @@ def test_numpy_rule():
     assert numpy_abi_verdict(None, "2.1.0")["status"] == "not-run"
     assert numpy_abi_verdict("2.4.10", None)["status"] == "observed-fail"
     assert version_tuple("2.6.0rc1") == (2, 6, 0) and version_tuple("x") is None
+
+
+def test_a_mindspore_dev_build_is_the_mindspore_package(tmp_path):
+    site = tmp_path / "site"
+    layout(site, "mindspore", "2.5.0.dev20250202", dist=False)
+    info = site / "mindspore_dev-2.5.0.dev20250202.dist-info"  # as pip installs mindspore-dev
+    info.mkdir()
+    (info / "METADATA").write_text("Name: mindspore-dev\nVersion: 2.5.0.dev20250202\n")
+    found = scan_entry(str(site), "mindspore")
+    assert found["module"] == str(site / "mindspore")
+    assert [d["version"] for d in found["dists"]] == ["2.5.0.dev20250202"]
+    assert scan_entry(str(site), "numpy")["dists"] == []  # the alias is MindSpore's only

@@ -110,6 +110,7 @@ class JobReader:
             "progress": _strip(fold.progress) if fold.progress else None,
             "unknown": [dict(_strip(ev), type=ev.get("type")) for ev in fold.unknown],
             "steps": self.table.as_dict(),
+            "device_samples": [_strip(d) for d in fold.device_samples],  # live npu-smi samples (train on Ascend)
         }
         t = self.table
         rec["step_curve"] = {"first_loss": t.first_loss, "last_loss": t.last_loss, "min_loss": t.min_loss,

@@ -107,6 +107,9 @@ def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
                        svg.step_time_svg(run["jid"], j["steps"], warmup, perf))
             mine["loss"] = "figures/%s-loss.svg" % run["jid"]
             mine["step_time"] = "figures/%s-step-time.svg" % run["jid"]
+        if j.get("device_samples"):
+            write_text(out / "figures" / ("%s-device.svg" % run["jid"]), svg.device_svg(run["jid"], j["device_samples"]))
+            mine["device"] = "figures/%s-device.svg" % run["jid"]
         best = run["best_epoch"] or {}
         matrix = (best.get("val") or {}).get("confusion")
         if matrix:
@@ -220,6 +223,8 @@ def _write_record(store: SessionStore, sid: str, files: SessionFiles, scrubber: 
                     tables[j["jid"]].copy_rows(fh)
         metrics = {"epochs.csv": metrics_csv.epochs_csv(report["jobs"]),
                    "per_class.csv": metrics_csv.per_class_csv(report["jobs"], _class_names(report))}
+        if any(j.get("device_samples") for j in report["jobs"]):  # Ascend runs only: CPU records stay as they were
+            metrics["device.csv"] = metrics_csv.device_csv(report["jobs"])
         for name, text in metrics.items():
             write_text(stage / "metrics" / name, text)
         report["files"] = {"metrics": ["metrics/%s" % n for n in ["steps.csv"] + list(metrics)],

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Sequence
 
 STEPS_HEADER = ("job", "epoch", "step", "loss", "step_ms", "batch_size", "rank", "phase")
 EPOCHS_HEADER = ("job", "epoch", "train_loss", "samples", "val_accuracy", "val_macro_f1", "epoch_s", "is_best")
+DEVICE_HEADER = ("job", "t", "npu", "chip", "ai_core_pct", "mem_used_mb", "mem_total_mb", "temp_c", "power_w", "health")
 PER_CLASS_HEADER = ("job", "epoch", "label", "class", "precision", "recall", "f1", "support")
 
 
@@ -58,3 +59,9 @@ def per_class_csv(jobs: List[Dict[str, Any]], class_names: Sequence[str]) -> str
         if j["kind"] == "test" and isinstance(j["result"], dict):
             add(j["jid"], "test", j["result"].get("per_class"))
     return _csv(PER_CLASS_HEADER, rows)
+
+
+def device_csv(jobs: List[Dict[str, Any]]) -> str:
+    """Every live device sample (npu-smi, the train job's own chip) of every job."""
+    rows = [(j["jid"],) + tuple(d.get(k) for k in DEVICE_HEADER[1:]) for j in jobs for d in j.get("device_samples") or []]
+    return _csv(DEVICE_HEADER, rows)

@@ -177,6 +177,22 @@ def step_time_svg(jid: str, steps: Dict[str, List[Any]], warmup_steps: Optional[
                       notes=notes, shade=shade)
 
 
+def device_svg(jid: str, samples: Sequence[Dict[str, Any]]) -> str:
+    """AI Core %, memory used % and temperature of the job's chip over the run (seconds from the first sample)."""
+    t0 = next((float(d["t"]) for d in samples if _finite(d.get("t"))), 0.0)
+    xs = [float(d["t"]) - t0 if _finite(d.get("t")) else float("nan") for d in samples]
+
+    def pct(d: Dict[str, Any]) -> float:
+        used, total = d.get("mem_used_mb"), d.get("mem_total_mb")
+        return 100.0 * used / total if _finite(used) and _finite(total) and total else float("nan")
+    series = [("AI Core %", xs, [d.get("ai_core_pct") for d in samples]), ("memory used %", xs, [pct(d) for d in samples]),
+              ("temperature °C", xs, [d.get("temp_c") for d in samples])]
+    last = samples[-1] if samples else {}
+    notes = ["NPU %s chip %s, %d npu-smi samples (at most one a second)" % (last.get("npu"), last.get("chip"),
+                                                                            len(samples))]
+    return line_chart(series, "%s: device (npu-smi)" % jid, "seconds", "% / °C", notes=notes)
+
+
 def confusion_svg(matrix: Sequence[Sequence[Any]], class_names: Sequence[str], title: str) -> str:
     """A heat map of counts, rows true and columns predicted, each cell labelled with its count."""
     n = len(matrix)

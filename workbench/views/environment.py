@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from workbench.ascend import chipstatus
 from workbench.protocol import Evidence
 from workbench.record import JobRecord
 from workbench.views import View
@@ -109,6 +110,22 @@ class EnvironmentView(View):
     def processes(self) -> List[Dict[str, Any]]:
         """Device processes npu-smi listed in the latest full run."""
         return [p for p in _list(self.summary.get("processes")) if isinstance(p, dict)]
+
+    @property
+    def cards(self) -> List[Dict[str, Any]]:
+        """Per-card chip status (`npu-smi info -t ...`) from the latest full run."""
+        return [c for c in _list(self.summary.get("cards")) if isinstance(c, dict) and isinstance(c.get("chips"), list)]
+
+    @property
+    def chip_rows(self) -> List[Dict[str, str]]:
+        """The chip status table's rows (chipstatus.CHIP_COLUMNS keys), each card's MCU after its chips."""
+        return chipstatus.chip_status_rows(self.cards)
+
+    @property
+    def chip_errors(self) -> List[str]:
+        """The `-t` queries that failed, per NPU (their values stay dashes)."""
+        return ["NPU %s -t %s: %s" % (c.get("npu"), kind, text) for c in self.cards
+                for kind, text in sorted(_dict(c.get("errors")).items())]
 
     @property
     def device(self) -> Dict[str, Any]:

@@ -27,6 +27,17 @@ class TrainingView(LatestJobView):
         return self.session.test_evaluations()
 
     @property
+    def device_samples(self) -> Deque[Dict[str, Any]]:
+        """The live `device` events (npu-smi samples of the job's chip), bounded, oldest first."""
+        return self.record.device_samples
+
+    @property
+    def device_target(self) -> Optional[str]:
+        """What the followed job runs on (None before a train job started)."""
+        device = self.started.get("device") if isinstance(self.started, dict) else None
+        return (device.get("target") or device.get("resolved")) if isinstance(device, dict) else None
+
+    @property
     def cfg(self) -> Dict[str, Any]:
         """The followed run's effective config."""
         return self.record.config

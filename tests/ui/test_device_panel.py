@@ -1,0 +1,65 @@
+"""The Training screen's live device panel on recorded `device` events (tests/fixtures/events/record_device_events.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+
+import pytest
+from textual.app import App, ComposeResult
+
+from screens.widgets.device_panel import DevicePanel, panel_text
+from tests.ui.conftest import settled
+from tests.ui.recorded import FIXTURES
+from workbench.record import JobRecord
+
+SAMPLES = [json.loads(line) for line in (FIXTURES / "device_samples_310p3.jsonl").read_text().splitlines()]
+
+
+class PanelApp(App):
+    """The panel alone, fed with what a train job's record folded."""
+
+    sid = None  # no session: tests.ui.conftest.settled has nothing to wait for but the drawing
+
+    def __init__(self, samples, target):
+        super().__init__()
+        self.samples, self.target = samples, target
+
+    def compose(self) -> ComposeResult:
+        yield DevicePanel()
+
+    def on_mount(self) -> None:
+        self.query_one(DevicePanel).show(self.samples, self.target)
+
+
+def folded(events):
+    """The record's device series after folding the events (what the view hands the panel)."""
+    record = JobRecord("train-001")
+    record.ingest([{"v": 1, "seq": 0, "t": 1700000099.0, "type": "started", "kind": "train", "pid": 1,
+                    "python": "python3", "argv": [], "version": "0", "device": {"target": "Ascend", "id": 1}}] + events)
+    return record.device_samples
+
+
+@pytest.mark.parametrize("name,samples,target", [("ascend-24-samples", SAMPLES, "Ascend"),
+                                                 ("ascend-first-sample", SAMPLES[:1], "Ascend"),
+                                                 ("ascend-waiting", [], "Ascend"),
+                                                 ("cpu-not-run", [], "CPU")])
+def test_snapshot(snap_compare, name, samples, target):
+    async def show(pilot):
+        await settled(pilot)
+    assert snap_compare(PanelApp(folded(samples) if samples else deque(), target), terminal_size=(72, 7),
+                        run_before=show)
+
+
+def test_cpu_says_not_run_and_draws_nothing():
+    text = panel_text([], "CPU").plain
+    assert text == "Device (npu-smi)  not-run: target CPU"
+
+
+def test_series_and_latest_values_come_from_the_recorded_samples():
+    text = panel_text(folded(SAMPLES), "Ascend").plain.splitlines()
+    assert text[0].startswith("Device (npu-smi)  NPU 0 chip 1") and "24 samples" in text[0]
+    assert [line.split()[0] for line in text[1:]] == ["AI", "memory", "temp", "power"]
+    assert text[1].endswith(" 90 %") and text[2].endswith(" 3604 / 8192 MB") and text[3].endswith(" 70 °C")
+    assert text[4].endswith(" 45.2 W")
+    assert "▁" in text[1] and "█" in text[1]  # the ramp and the dip are drawn
