@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 from workbench.atomic import read_json, sha256_file, write_json
+from workbench.checkpoint_origin import run_not_ok_warning
 from workbench.jobconfig import JobConfig
 from workbench.jobkit import JobContext, JobFailed, run
 from workbench.metrics import metrics_report
@@ -52,6 +53,9 @@ def main(ctx: JobContext) -> str:
         raise JobFailed("test.from is not set", hint="--set test.from=<train job id>, e.g. train-001",
                         type_="ConfigError")
     train_dir = models.resolve_job_ref(ctx.dir, "test.from", ref)
+    not_ok = run_not_ok_warning(train_dir)  # a crashed or cancelled run's best.ckpt can be tested, but says so
+    if not_ok:
+        ctx.log(not_ok, level="warning")
     best_ckpt, best_json = train_dir / "artifacts" / "best.ckpt", train_dir / "artifacts" / "best.json"
     if not best_json.is_file() or not best_ckpt.is_file():
         raise JobFailed("test.from is %r: %s has no artifacts/best.ckpt + best.json" % (ref, train_dir),
@@ -115,6 +119,7 @@ def main(ctx: JobContext) -> str:
                   severity="warning")
     ctx.result(dict(report, **{
         "from": train_dir.name, "train_dir": str(train_dir), "best_epoch": best.get("epoch"),
+        "source_run_warning": not_ok,
         "val_macro_f1": (best.get("val") or {}).get("macro_f1"), "test_evaluations": count,
         "eval_s": eval_s, "data": data_desc, "precision": prec_info,
         "effective_device": effective,

@@ -38,7 +38,7 @@ class Browser:
         while not (marker.exists() and marker.read_text().strip()):
             assert self.proc.poll() is None, "chromium exited with %s" % self.proc.returncode
             assert time.monotonic() < deadline, "chromium wrote no DevToolsActivePort in %.0f s" % timeout_s
-            time.sleep(0.05)
+            time.sleep(0.05)  # the poll interval of this condition wait
         return int(marker.read_text().split()[0])
 
     def page_ws(self) -> str:

@@ -32,7 +32,8 @@ async def open_overlay(pilot, app) -> CompareOverlay:
     await pilot.press("enter")
     await until(pilot, lambda: isinstance(app.screen, CompareOverlay) and app.screen.result is not None,
                 what="the comparison")
-    await pilot.pause(0.2)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()  # no delay: until the overlay has processed its pending messages (drawn)
     return app.screen
 
 

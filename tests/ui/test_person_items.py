@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from textual.command import CommandList
 
 from screens.app import WorkbenchApp
 from screens.commands import WorkbenchCommands
@@ -170,7 +171,8 @@ async def test_palette_has_the_workbench_actions(tmp_path):
             assert wanted in titles
         await pilot.press("ctrl+p")
         await pilot.press(*"switch to session")
-        await pilot.pause(0.5)
+        await until(pilot, lambda: any(c.option_count for c in app.screen.query(CommandList)),
+                    what="the palette to list the matching command")
         await pilot.press("enter")
         await until(pilot, lambda: app.current_mode == "session", what="the palette to switch screens")
 
@@ -189,8 +191,8 @@ async def test_session_table_cuts_long_statuses_and_quit_text_fits_64_columns(tm
     busy = _app(tmp_path / "busy", "running")
     async with busy.run_test(size=(64, 24)) as pilot:
         await pilot.press("q")
-        await until(pilot, lambda: isinstance(busy.screen, QuitScreen))
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(busy.screen, QuitScreen) and all(
+            label.size.width > 0 for label in busy.screen.query("Label")), what="the quit dialog laid out")
         shown = " ".join(str(label.render()) for label in busy.screen.query("Label"))
         widths = [label.size.width for label in busy.screen.query("Label")]
         assert all(0 < w <= 60 for w in widths) and "or stop them?" in shown

@@ -39,7 +39,7 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 30.0) 
             return
         except OSError:
             assert time.monotonic() < deadline, "serve did not listen on %d" % port
-            time.sleep(0.1)
+            time.sleep(0.1)  # the poll interval of this condition wait
 
 
 async def _watch(ws_url: str, url: str) -> list:
@@ -57,7 +57,7 @@ async def _watch(ws_url: str, url: str) -> list:
                 seen.append((time.monotonic() - t0, state, since_loaded_ms))
                 if state == "app":
                     break
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)  # this test measures time: it samples the page every 50 ms
     return seen
 
 
