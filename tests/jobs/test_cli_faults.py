@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import shlex
 import signal
@@ -126,3 +127,24 @@ def test_prune_skips_a_symlinked_session_and_prints_the_summary(tmp_path):
     assert "deleted 2 sessions" in text and "skipped 1" in text
     assert store.sessions() == [link] and (elsewhere.root / target / "session.json").is_file()
     assert old_a not in store.sessions() and old_b not in store.sessions()
+
+
+def test_a_closed_stdout_ends_the_follower_quietly_and_the_job_goes_on(tmp_path):
+    """`run … --json | head -1`: no traceback; the job is not the follower's child and ends on its own."""
+    import subprocess as sp
+
+    from tests.conftest import cli_argv, cli_env
+    from workbench.runner import JobRunner
+
+    sessions = tmp_path / "sessions"
+    follower = sp.Popen(cli_argv("run", "drill", "--sessions", sessions, "--json", "--set", "drill.steps=400",
+                                 "--set", "drill.rate=100"), stdout=sp.PIPE, stderr=sp.PIPE, env=cli_env())
+    first = follower.stdout.readline()
+    assert b'"type":"started"' in first
+    follower.stdout.close()  # what `head -1` does after its line
+    err = follower.stderr.read().decode()
+    assert follower.wait(timeout=60) == 1
+    assert "Traceback" not in err and "stdout was closed" in err
+    (job,) = sessions.glob("*/jobs/drill-001")
+    assert JobRunner.wait(job, timeout_s=60)
+    assert json.loads((job / "exit.json").read_text())["returncode"] == 0

@@ -413,4 +413,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     for name in ("sessions", "config", "set", "python"):
         if not hasattr(args, name):
             setattr(args, name, None)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # `run … | head`: the reader went away. A job runs under its own supervisor and goes on;
+        # say so on stderr and leave quietly (stdout is pointed at /dev/null so the exit flush is silent).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("stdout was closed; any job started goes on under its supervisor (see `ms-workbench sessions`)",
+              file=sys.stderr)
+        return 1
