@@ -190,6 +190,8 @@ def throughput(a: Any, b: Any) -> Dict[str, Any]:
 def loss_series(record: Any, limit: int = CURVE_POINTS) -> Dict[str, List[float]]:
     """The main rank's step losses on an epoch axis (x = epoch - 1 + fraction of it done), thinned to `limit`."""
     table = getattr(record, "step_table", None)
+    if table is not None and hasattr(table, "as_dict"):  # the fold keeps steps as a (bounded) StepTable
+        table = table.as_dict()
     xs: List[float] = []
     ys: List[float] = []
     if table and table.get("loss"):
