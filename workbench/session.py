@@ -172,6 +172,14 @@ class SessionStore:
             return 0.0
         return float(created) if isinstance(created, (int, float)) else 0.0
 
+    def named_or_newest(self, sid: Optional[str]) -> str:
+        """`sid` checked against the root, else the newest session; FileNotFoundError when there is none."""
+        sid = sid or (self.sessions() or [None])[-1]
+        if sid is None:
+            raise FileNotFoundError("no sessions under %s" % self.root)
+        self.session_dir(sid)
+        return sid
+
     def info(self, sid: str) -> Dict[str, Any]:
         """The session.json of a session."""
         return read_json(self.session_dir(sid) / "session.json")

@@ -240,12 +240,8 @@ def cmd_export(args) -> int:
     from workbench.report.export import export_session
 
     store = SessionStore(sessions_root(args.sessions))
-    sid = args.sid or (store.sessions() or [None])[-1]
-    if sid is None:
-        print("error: no sessions under %s" % store.root, file=sys.stderr)
-        return USAGE_ERROR
     try:
-        store.session_dir(sid)
+        sid = store.named_or_newest(args.sid)
     except (BadReference, FileNotFoundError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR

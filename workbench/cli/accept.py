@@ -44,12 +44,8 @@ def render(acc: Dict[str, Any]) -> str:
 def cmd_accept(args) -> int:
     """Print the verdict per layer; 0 when every required layer passes, 1 otherwise, 2 on usage errors."""
     store = SessionStore(sessions_root(args.sessions))
-    sid = args.sid or (store.sessions() or [None])[-1]
-    if sid is None:
-        print("error: no sessions under %s" % store.root, file=sys.stderr)
-        return USAGE_ERROR
     try:
-        session_dir = store.session_dir(sid)
+        session_dir = store.session_dir(store.named_or_newest(args.sid))
         cfg = acceptance_config(args.config, args.set)
     except (BadReference, FileNotFoundError) as exc:
         print("error: %s" % exc, file=sys.stderr)
@@ -61,7 +57,7 @@ def cmd_accept(args) -> int:
     if args.json:
         sys.stdout.write(json.dumps(acc, indent=2, sort_keys=False, default=str) + "\n")
     else:
-        sys.stdout.write("session %s\n%s" % (sid, render(acc)))
+        sys.stdout.write("session %s\n%s" % (session_dir.name, render(acc)))
     return exit_code(acc)
 
 
