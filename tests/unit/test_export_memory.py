@@ -21,7 +21,11 @@ from workbench.session import SessionStore
 out = export_session(SessionStore(Path(sys.argv[1])), sys.argv[2])
 rows = sum(1 for _ in open(out / "metrics" / "steps.csv")) - 1
 report = json.loads((out / "report.json").read_text())
-print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, "csv_rows": rows,
+# Peak RSS of this process's own memory: VmHWM starts afresh at exec, while resource's ru_maxrss carries the
+# forking parent's peak across exec (a pytest process that ran a thousand tests first would be measured).
+hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+peak_mb = hwm_kb / 1024.0 if hwm_kb else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(json.dumps({"rss_mb": peak_mb, "csv_rows": rows,
                   "kept": len(report["jobs"][0]["steps"]["step"]), "recorded": report["jobs"][0]["steps"]["recorded"]}))
 """
 
