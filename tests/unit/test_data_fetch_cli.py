@@ -42,8 +42,8 @@ def test_fetch_cli_without_the_files_exits_1_with_a_hint(tmp_path):
 
 
 def test_the_command_lines_bar_shows_every_file(tmp_path):
-    """The rich bar lives with the entry point (workbench.cli.progress); fetch only calls it back."""
-    from workbench.cli.progress import FetchBar
+    """The rich bar lives with the entry point (screens.progress, drawn for the entry point); fetch only calls it back."""
+    from screens.progress import FetchBar
 
     out, err = io.StringIO(), io.StringIO()
     code = fetch_cli(tmp_path / "cache", url_base=BUNDLED_DIR.as_uri() + "/", stream=out, err_stream=err,

@@ -2,7 +2,7 @@
 
 The entry point is the one part of `workbench` that may reach the UI side: it starts the app
 (`screens.app`), asks `screens.screenshots` for the record's pictures, and draws rich bars
-(`workbench.cli.progress`). The rest of the core never imports textual, rich or screens.
+(`screens.progress`). The rest of the core never imports textual, rich or screens.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import List, Optional
 
 from workbench import __version__
 from workbench.config import ConfigError, load
-from workbench.cli.records import add_record_commands
+from workbench.cli_records import add_record_commands
 from workbench.protocol import EventReader, decode_line
 from workbench.imported import imported_label, imported_summary
 from workbench.refs import BadReference
@@ -45,7 +45,7 @@ def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verb
     reader = EventReader(str(job_dir / "events.jsonl"))
     bar = None
     if not out_json and stream.isatty():
-        from workbench.cli.progress import LiveBar
+        from screens.progress import LiveBar
 
         bar = LiveBar()
     try:
@@ -265,7 +265,7 @@ def cmd_data(args) -> int:
 
     if not sys.stdout.isatty():  # a live bar only for a person at a terminal; logs and pipes get plain lines
         return fetch_cli(args.dest)
-    from workbench.cli.progress import FetchBar
+    from screens.progress import FetchBar
 
     return fetch_cli(args.dest, make_display=FetchBar)
 
@@ -378,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-screenshots", action="store_true", help="skip the headless screen renderings")
     p.set_defaults(func=cmd_export)
 
-    from workbench.cli.accept import add_parser as add_accept
+    from workbench.cli_accept import add_parser as add_accept
 
     add_accept(sub, [common, cfg])
 
