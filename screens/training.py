@@ -15,7 +15,7 @@ from textual.widgets import Button, Input, Select, Static
 from screens.base import NARROW_COLUMNS, WorkbenchScreen
 from screens.dialogs import ConfirmScreen
 from screens.form import LabelledField, check_fields, field_value, lookup, nest, show_value
-from screens.training_panels import (EPOCH_ROWS, epochs_summary, epochs_table, eta_s, loss_label, matrix_epoch,
+from screens.training_panels import (EPOCH_ROWS, epochs_summary, epochs_table, loss_label, matrix_epoch,
                                      matrix_label, per_class_table, perf_panel, profile_table, rank_rows, step_label,
                                      test_line, weakest_shown)
 from screens.widgets.confusion import ConfusionGrid
@@ -253,7 +253,7 @@ class TrainingScreen(WorkbenchScreen):
         plain = self.app.low_bandwidth
         if view.jid and view.jid != self.form_from and view.cfg:
             self.fill_form(view.jid, view.cfg)
-        eta = eta_s(view)
+        eta = view.eta_s()
         if self._changed("runline", (view.jid, view.status, view.state, id(view.progress), view.test_count(),
                                      int(eta or 0))):
             self.query_one("#runline", Static).update(self._runline(view, eta), layout=False)  # fixed size: no reflow
@@ -287,7 +287,9 @@ class TrainingScreen(WorkbenchScreen):
                                                           layout=False)
             self.query_one("#perclass", Panel).update(per_class_table(val, plain, weakest) if per_class else "",
                                                       layout=False)
-        if self._changed("profile", (view.jid, id(view.result))):
+        # view.result is a new {} on every read until the run writes one: key on the result itself, since an
+        # update of this height-auto Static reflows the whole screen
+        if self._changed("profile", (view.jid, id(view.result) if view.result else None)):
             prof = profile_table((view.result or {}).get("profile") or {})
             self.query_one("#profile", Static).update(prof if prof is not None else "")
 

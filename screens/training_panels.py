@@ -1,4 +1,4 @@
-"""The Training screen's panels as rich renderables: perf, epochs, per-class, profile, chart labels, ETA, test result."""
+"""The Training screen's panels as rich renderables: perf, epochs, per-class, profile, chart labels, test result."""
 
 from __future__ import annotations
 
@@ -151,36 +151,6 @@ def step_label(view: TrainingView, shown: List[float]) -> str:
     return "step ms, steady: min %s  med %s  max %s  (compile %s, %d warm-up hidden)" % (
         _f(min(shown) if shown else None, "%.1f"), _f(_median(shown), "%.1f"), _f(max(shown) if shown else None, "%.1f"),
         _f(compile_s, "%.2f", " s"), view.warmup_seen)
-
-
-def planned_epochs(view: TrainingView) -> Optional[int]:
-    """The run's epoch count, from its config."""
-    epochs = (view.cfg.get("train") or {}).get("epochs")
-    return epochs if isinstance(epochs, int) else None
-
-
-def validation_s(view: TrainingView, step_ms: Optional[float], steps_per_epoch: Optional[float]) -> Optional[float]:
-    """Seconds one validation takes: each ended epoch's time less its steps at the steady rate (mean over epochs)."""
-    if step_ms is None or not steps_per_epoch:
-        return None
-    spent = [e["epoch_s"] - steps_per_epoch * step_ms / 1000.0 for e in view.epochs
-             if isinstance(e.get("epoch_s"), (int, float))]
-    return max(0.0, sum(spent) / len(spent)) if spent else None
-
-
-def eta_s(view: TrainingView) -> Optional[float]:
-    """Time left: training steps left at the steady median step time, plus one validation per epoch left."""
-    done, total = view.progress.get("done"), view.progress.get("total")
-    step_ms = _median(list(view.step_ms))
-    if not isinstance(done, int) or not isinstance(total, int) or step_ms is None:
-        return None
-    epochs = planned_epochs(view)
-    steps_per_epoch = total / float(epochs) if epochs else None
-    left = max(0, total - done) * step_ms / 1000.0
-    val_s = validation_s(view, step_ms, steps_per_epoch)
-    if epochs and val_s is not None:
-        left += max(0, epochs - len(view.epochs)) * val_s
-    return left
 
 
 def epochs_summary(view: TrainingView) -> Text:

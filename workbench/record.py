@@ -15,10 +15,12 @@ from workbench.atomic import read_json
 from workbench.protocol import Evidence, KNOWN_TYPES, SeqCheck, decode_line, is_main, type_problem
 from workbench.series import RankSteps, StepSeries, number
 from workbench.steptable import COLUMNS as STEP_COLUMNS, StepTable  # noqa: F401  (STEP_COLUMNS: the record's name)
+from workbench.thinning import ThinnedHistory
 
 LOG_LINES = 50  # recent log events of any level
 NOTABLE_LOGS = 200  # warnings and errors kept
-DEVICE_SAMPLES = 120  # telemetry samples kept
+DEVICE_SAMPLES = 120  # recent telemetry samples, for the live panel
+DEVICE_HISTORY = 1000  # telemetry over the whole run, thinned to every k-th sample, for the record
 DAMAGE_KEPT = 100  # damaged lines listed (all are counted)
 SEQ_PROBLEMS_KEPT = 100
 UNKNOWN_SAMPLES = 3  # lines kept per unknown event type
@@ -104,6 +106,7 @@ class JobRecord:
         self.logs: Deque[Dict[str, Any]] = deque(maxlen=LOG_LINES)
         self.notable_logs: Deque[Dict[str, Any]] = deque(maxlen=NOTABLE_LOGS)
         self.device_samples: Deque[Dict[str, Any]] = deque(maxlen=DEVICE_SAMPLES)
+        self.device_history = ThinnedHistory(DEVICE_HISTORY)
         self.unknown: List[Dict[str, Any]] = []
         self.damaged: List[Dict[str, Any]] = []  # {file, line, what, problem}: what = merged, not JSON, wrong type
         self.damaged_count = 0
@@ -277,6 +280,7 @@ class JobRecord:
 
     def _device(self, ev: Dict[str, Any]) -> None:
         self.device_samples.append(ev)
+        self.device_history.append(ev)
 
     # -- facts ------------------------------------------------------------------------------------
     @property

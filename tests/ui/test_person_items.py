@@ -10,7 +10,6 @@ from textual.command import CommandList
 from screens.app import WorkbenchApp
 from screens.commands import WorkbenchCommands
 from screens.dialogs import ConfirmScreen, QuitScreen
-from screens.training_panels import eta_s, validation_s
 from tests.ui.recorded import mark_running, text_of, until, wait_ingested
 from tests.ui.test_screen_states import _cfg, _session
 from workbench.session import SessionStore
@@ -139,9 +138,9 @@ async def test_eta_counts_the_validations_left(tmp_path):
         steps = sorted(view.step_ms)
         median = steps[len(steps) // 2]
         left = view.progress["total"] - view.progress["done"]
-        val = validation_s(view, median, view.progress["total"] / 2.0)
+        val = view.validation_s(median, view.progress["total"] / 2.0)
         assert val is not None and val > 0
-        assert eta_s(view) == left * median / 1000.0 + (2 - len(view.epochs)) * val
+        assert view.eta_s() == left * median / 1000.0 + (2 - len(view.epochs)) * val
 
 
 async def test_small_terminal_one_key_per_pane_after_a_resize(tmp_path):

@@ -175,7 +175,7 @@ MODEL_READS = {
              "synthetic", "artifacts", "logs", ("samples", 0)],
     "training": ["tests", "cfg", "loss", "step_ms", "compile_ms", "last_step", "epochs", "perf", "checks",
                  "rank_step_ms", "slowest_rank", "rank_images_per_s", "global_images_per_s", "best", "latest_val",
-                 "weakest_class", "eta_s", "test_count"],
+                 "weakest_class", "planned_epochs", "eta_s", "test_count"],
     "alignment": ["sides", "matched", "diffs", "verdict", "first_failure", "flips", "default_selection",
                   ("label", "ref"), ("side_status", "cand"), ("diff", "logits")],
     "export": ["artifacts", "logs", "load_checks", "other_checks", "artifact_rows", "hash_lines", "reference",
@@ -197,6 +197,10 @@ def test_screen_models_never_raise(name, batches):
         job = _job("%s-%03d" % (kind, n + 1), kind, float(n))
         view.ingest(job, _numbered(batch))
         view.job_changed(job)
+        if name == "training":  # a planned epoch count, so the ETA also takes its validation-time path
+            view.record.config = {"train": {"epochs": n + 2}}
+            eta = view.eta_s()
+            assert eta is None or type(eta) is float
         for read in MODEL_READS[name]:
             attr, args = (read, ()) if isinstance(read, str) else (read[0], read[1:])
             value = getattr(view, attr)

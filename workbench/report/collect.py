@@ -110,7 +110,9 @@ class JobReader:
             "progress": _strip(fold.progress) if fold.progress else None,
             "unknown": [dict(_strip(ev), type=ev.get("type")) for ev in fold.unknown],
             "steps": self.table.as_dict(),
-            "device_samples": [_strip(d) for d in fold.device_samples],  # live npu-smi samples (train on Ascend)
+            # npu-smi samples (train on Ascend) over the whole run: every k-th one, numbered from 0, and the last
+            "device_samples": [dict(_strip(d), sample=n) for n, d in fold.device_history.items()],
+            "device_every": fold.device_history.stride, "device_seen": fold.device_history.seen,
         }
         t = self.table
         rec["step_curve"] = {"first_loss": t.first_loss, "last_loss": t.last_loss, "min_loss": t.min_loss,

@@ -108,7 +108,8 @@ def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
             mine["loss"] = "figures/%s-loss.svg" % run["jid"]
             mine["step_time"] = "figures/%s-step-time.svg" % run["jid"]
         if j.get("device_samples"):
-            write_text(out / "figures" / ("%s-device.svg" % run["jid"]), svg.device_svg(run["jid"], j["device_samples"]))
+            figure = svg.device_svg(run["jid"], j["device_samples"], j.get("device_every") or 1, j.get("device_seen"))
+            write_text(out / "figures" / ("%s-device.svg" % run["jid"]), figure)
             mine["device"] = "figures/%s-device.svg" % run["jid"]
         best = run["best_epoch"] or {}
         matrix = (best.get("val") or {}).get("confusion")

@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Sequence
 
 STEPS_HEADER = ("job", "epoch", "step", "loss", "step_ms", "batch_size", "rank", "phase")
 EPOCHS_HEADER = ("job", "epoch", "train_loss", "samples", "val_accuracy", "val_macro_f1", "epoch_s", "is_best")
-DEVICE_HEADER = ("job", "t", "npu", "chip", "ai_core_pct", "mem_used_mb", "mem_total_mb", "temp_c", "power_w", "health")
+DEVICE_HEADER = ("job", "t", "npu", "chip", "ai_core_pct", "mem_used_mb", "mem_total_mb", "temp_c", "power_w", "health",
+                 "sample", "kept_every")
 PER_CLASS_HEADER = ("job", "epoch", "label", "class", "precision", "recall", "f1", "support")
 
 
@@ -62,6 +63,11 @@ def per_class_csv(jobs: List[Dict[str, Any]], class_names: Sequence[str]) -> str
 
 
 def device_csv(jobs: List[Dict[str, Any]]) -> str:
-    """Every live device sample (npu-smi, the train job's own chip) of every job."""
-    rows = [(j["jid"],) + tuple(d.get(k) for k in DEVICE_HEADER[1:]) for j in jobs for d in j.get("device_samples") or []]
+    """The live device samples (npu-smi, the train job's own chip) of every job: a long run's are thinned.
+
+    `sample` numbers the job's samples from 0; `kept_every` k says the rows are every k-th sample of
+    the run (1: all of them), plus its last one.
+    """
+    rows = [(j["jid"],) + tuple(d.get(k) for k in DEVICE_HEADER[1:-1]) + (j.get("device_every") or 1,)
+            for j in jobs for d in j.get("device_samples") or []]
     return _csv(DEVICE_HEADER, rows)

@@ -177,8 +177,11 @@ def step_time_svg(jid: str, steps: Dict[str, List[Any]], warmup_steps: Optional[
                       notes=notes, shade=shade)
 
 
-def device_svg(jid: str, samples: Sequence[Dict[str, Any]]) -> str:
-    """AI Core %, memory used % and temperature of the job's chip over the run (seconds from the first sample)."""
+def device_svg(jid: str, samples: Sequence[Dict[str, Any]], every: int = 1, seen: Optional[int] = None) -> str:
+    """AI Core %, memory used % and temperature of the job's chip over the run (seconds from the first sample).
+
+    `every` > 1: the samples are every `every`-th of the `seen` the run took (a long run's, thinned).
+    """
     t0 = next((float(d["t"]) for d in samples if _finite(d.get("t"))), 0.0)
     xs = [float(d["t"]) - t0 if _finite(d.get("t")) else float("nan") for d in samples]
 
@@ -188,8 +191,9 @@ def device_svg(jid: str, samples: Sequence[Dict[str, Any]]) -> str:
     series = [("AI Core %", xs, [d.get("ai_core_pct") for d in samples]), ("memory used %", xs, [pct(d) for d in samples]),
               ("temperature °C", xs, [d.get("temp_c") for d in samples])]
     last = samples[-1] if samples else {}
-    notes = ["NPU %s chip %s, %d npu-smi samples (at most one a second)" % (last.get("npu"), last.get("chip"),
-                                                                            len(samples))]
+    shown = "%d npu-smi samples (at most one a second)" % len(samples) if every <= 1 else (
+        "%d of %s npu-smi samples: every %d-th, thinned over the whole run" % (len(samples), seen, every))
+    notes = ["NPU %s chip %s, %s" % (last.get("npu"), last.get("chip"), shown)]
     return line_chart(series, "%s: device (npu-smi)" % jid, "seconds", "% / °C", notes=notes)
 
 

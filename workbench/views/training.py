@@ -171,12 +171,31 @@ class TrainingView(LatestJobView):
             return None
         return weakest_class(self.latest_val)
 
-    def eta_s(self) -> Optional[float]:
-        """Remaining time from steady step time and the steps left, when known."""
-        done, total = self.progress.get("done"), self.progress.get("total")
-        if type(done) is not int or type(total) is not int or not self.step_ms:
+    def planned_epochs(self) -> Optional[int]:
+        """The run's epoch count, from its config (None when it has none)."""
+        epochs = (self.cfg.get("train") or {}).get("epochs")
+        return epochs if type(epochs) is int else None
+
+    def validation_s(self, step_ms: Optional[float], steps_per_epoch: Optional[float]) -> Optional[float]:
+        """Seconds one validation takes: each ended epoch's time less its steps at the steady rate (mean over epochs)."""
+        if step_ms is None or not steps_per_epoch:
             return None
-        return (total - done) * upper_median(self.step_ms) / 1000.0  # type: ignore[operator]
+        spent = [e["epoch_s"] - steps_per_epoch * step_ms / 1000.0 for e in self.epochs
+                 if type(e.get("epoch_s")) in (int, float)]
+        return max(0.0, sum(spent) / len(spent)) if spent else None
+
+    def eta_s(self) -> Optional[float]:
+        """Time left: training steps left at the steady median step time, plus one validation per epoch left."""
+        done, total = self.progress.get("done"), self.progress.get("total")
+        step_ms = upper_median(self.step_ms)
+        if type(done) is not int or type(total) is not int or type(step_ms) not in (int, float):
+            return None
+        left = max(0, total - done) * step_ms / 1000.0  # type: ignore[operator]
+        epochs = self.planned_epochs()
+        val_s = self.validation_s(step_ms, total / float(epochs) if epochs else None)
+        if epochs and val_s is not None:
+            left += max(0, epochs - len(self.epochs)) * val_s
+        return left
 
     def test_count(self) -> int:
         """How many test-set evaluations this session made of the followed run."""
