@@ -4,8 +4,8 @@ One long real training job (MLP, CPU, graph mode) runs from this tree. Each arm 
 `ms-workbench attach` in its own tmux session of one tmux server (120×36, Training screen): this
 tree, optionally a second tree (`--before-tree`, e.g. the previous commit), and a control, this
 tree attached to a finished copy of the same session (same size, nothing arriving). Every TUI is
-frozen (SIGSTOP) except the one whose window it is, so the arms never compete and are measured
-seconds apart in one run. Each window's UI CPU share is the UI process's CPU seconds in it (from
+frozen (cgroup freezer, else SIGSTOP) except the one whose window it is, so the arms never compete
+and are measured seconds apart in one run. Each window's UI CPU share is the UI process's CPU seconds in it (from
 /proc/<pid>/stat) over the window's length; windows where every TUI is frozen give the floor of
 the measurement (must be ~0) and, with the job's own steady steps, the images/s the following
 windows are compared with.
@@ -34,6 +34,62 @@ from workbench.session import SessionStore  # noqa: E402
 
 SERVER = "wbbench"  # tmux -L socket name
 FROZEN = "frozen"
+
+
+class Freezer:
+    """Freezes and thaws one process without a signal (cgroup v1 freezer), else with SIGSTOP/SIGCONT.
+
+    A signal is not neutral: Textual's driver handles SIGCONT by restarting application mode (a
+    terminal re-init and a full repaint), which a following window would then be charged for.
+    """
+
+    ROOT = Path("/sys/fs/cgroup/freezer")
+
+    def __init__(self, pid: int, name: str) -> None:
+        self.pid, self.group = pid, None
+        if os.access(str(self.ROOT), os.W_OK):
+            group = self.ROOT / ("wbbench-%d-%s" % (os.getpid(), name))
+            group.mkdir()
+            (group / "cgroup.procs").write_text(str(pid))
+            self.group = group
+        self.method = "cgroup freezer" if self.group else "SIGSTOP/SIGCONT"
+
+    def _state(self, want: str) -> None:
+        (self.group / "freezer.state").write_text(want)
+        for _ in range(100):
+            if (self.group / "freezer.state").read_text().strip() == want:
+                return
+            time.sleep(0.01)
+        raise RuntimeError("pid %d: freezer state did not become %s" % (self.pid, want))
+
+    def freeze(self) -> None:
+        """Stop the process; return once it is stopped."""
+        if self.group is not None:
+            self._state("FROZEN")
+            return
+        os.kill(self.pid, signal.SIGSTOP)
+        for _ in range(100):
+            if Path("/proc/%d/stat" % self.pid).read_text().rsplit(")", 1)[1].split()[0] == "T":
+                return
+            time.sleep(0.01)
+        raise RuntimeError("pid %d did not stop on SIGSTOP" % self.pid)
+
+    def thaw(self) -> None:
+        """Let the process run again."""
+        if self.group is not None:
+            self._state("THAWED")
+        else:
+            os.kill(self.pid, signal.SIGCONT)
+
+    def close(self) -> None:
+        """Thaw, and give the process back to the root group."""
+        self.thaw()
+        if self.group is not None:
+            try:
+                (self.ROOT / "cgroup.procs").write_text(str(self.pid))
+            except OSError:
+                pass  # it has ended
+            self.group.rmdir()
 
 
 def _tmux(*args: str, check: bool = False) -> subprocess.CompletedProcess:
@@ -99,14 +155,9 @@ def _start_tui(name: str, tree: Path, sessions: Path, sid: str, ui_nice: int) ->
     time.sleep(1)
     _tmux("send-keys", "-t", target, "3")
     _settled(pid)
-    os.kill(pid, signal.SIGSTOP)
-    for _ in range(20):
-        if Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[0] == "T":
-            break
-        time.sleep(0.05)
-    else:
-        raise RuntimeError("%s (pid %d) did not stop on SIGSTOP" % (name, pid))
-    return {"name": name, "pid": pid, "target": target}
+    freezer = Freezer(pid, target)
+    freezer.freeze()
+    return {"name": name, "pid": pid, "target": target, "freezer": freezer}
 
 
 def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Optional[Path]) -> Dict:
@@ -141,7 +192,7 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
             for k in range(windows):
                 arm = order[k % len(order)]
                 if arm is not None:
-                    os.kill(arm["pid"], signal.SIGCONT)
+                    arm["freezer"].thaw()
                 t0, tmux0 = time.time(), proc_cpu_s(server)
                 ui0 = {a["name"]: proc_cpu_s(a["pid"]) for a in arms}
                 time.sleep(window_s)
@@ -149,7 +200,7 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
                 ui1 = {a["name"]: proc_cpu_s(a["pid"]) for a in arms}
                 tmux1 = proc_cpu_s(server)
                 if arm is not None:
-                    os.kill(arm["pid"], signal.SIGSTOP)
+                    arm["freezer"].freeze()
                 name = arm["name"] if arm is not None else FROZEN
                 spans.append({"arm": name, "t0": t0, "t1": t1,
                               "ui_cpu_pct": 100.0 * (ui1[arm["name"]] - ui0[arm["name"]]) / (t1 - t0) if arm else
@@ -157,7 +208,7 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
                               "tmux_cpu_pct": 100.0 * (tmux1 - tmux0) / (t1 - t0)})
         finally:
             for arm in arms:
-                os.kill(arm["pid"], signal.SIGCONT)
+                arm["freezer"].close()
             _tmux("kill-server")
             JobRunner.cancel(job)
             JobRunner.wait(job, 60)
@@ -167,7 +218,8 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
         ms = sum(s[1] for s in inside)
         span["steps"] = len(inside)
         span["images_per_s"] = 1000.0 * sum(s[2] for s in inside) / ms if ms else 0.0
-    return {"spans": spans, "ui_nice": ui_nice, "arms": [a["name"] for a in arms]}
+    return {"spans": spans, "ui_nice": ui_nice, "arms": [a["name"] for a in arms],
+            "frozen_by": arms[0]["freezer"].method if arms else ""}
 
 
 def _steady_steps(events: Path) -> List[tuple]:
@@ -192,7 +244,7 @@ def _steady_steps(events: Path) -> List[tuple]:
 def _quartiles(values: List[float], fmt: str = "%.1f") -> str:
     if not values:
         return "—"
-    q = statistics.quantiles(values, n=4) if len(values) >= 2 else [values[0]] * 3
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) >= 2 else [values[0]] * 3
     return (fmt + " (" + fmt + "–" + fmt + ")") % (q[1], q[0], q[2])
 
 
@@ -225,6 +277,6 @@ def print_following(t: Dict) -> int:
             label, len(mine), _quartiles(cpu), statistics.mean(cpu), _quartiles([s["tmux_cpu_pct"] for s in mine]),
             "" if arm == FROZEN else _quartiles(_ratios(spans, arm), "%.3f")))
     frozen = [s["images_per_s"] for s in spans if s["arm"] == FROZEN and s["images_per_s"]]
-    print("\nsteady images/s with every TUI frozen: mean %.0f; load average at the end: %s"
-          % (statistics.mean(frozen) if frozen else 0.0, " ".join("%.2f" % x for x in os.getloadavg())))
+    print("\nfrozen by %s; steady images/s with every TUI frozen: mean %.0f; load average at the end: %s"
+          % (t["frozen_by"], statistics.mean(frozen) if frozen else 0.0, " ".join("%.2f" % x for x in os.getloadavg())))
     return 0
