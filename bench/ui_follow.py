@@ -5,8 +5,9 @@ One long real training job (MLP, CPU, graph mode) runs from this tree. Each arm 
 tree, optionally a second tree (`--before-tree`, e.g. the previous commit), and a control, this
 tree attached to a finished copy of the same session (same size, nothing arriving). Every TUI is
 frozen (cgroup freezer, else SIGSTOP) except the one whose window it is, so the arms never compete
-and are measured seconds apart in one run. Each window's UI CPU share is the UI process's CPU seconds in it (from
-/proc/<pid>/stat) over the window's length; windows where every TUI is frozen give the floor of
+and are measured seconds apart in one run. A thawed TUI first catches up on what arrived while it was frozen (0.5 s,
+not measured: that reading would happen anyway while following); then each window's UI CPU share is
+the UI process's CPU seconds in it (from /proc/<pid>/stat) over the window's length; windows where every TUI is frozen give the floor of
 the measurement (must be ~0) and, with the job's own steady steps, the images/s the following
 windows are compared with.
 """
@@ -34,6 +35,7 @@ from workbench.session import SessionStore  # noqa: E402
 
 SERVER = "wbbench"  # tmux -L socket name
 FROZEN = "frozen"
+CATCH_UP_S = 0.5  # after a thaw, before its window: the events of the frozen seconds cost the same either way
 
 
 class Freezer:
@@ -193,6 +195,7 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
                 arm = order[k % len(order)]
                 if arm is not None:
                     arm["freezer"].thaw()
+                    time.sleep(CATCH_UP_S)  # what arrived while it was frozen is read first, outside the window
                 t0, tmux0 = time.time(), proc_cpu_s(server)
                 ui0 = {a["name"]: proc_cpu_s(a["pid"]) for a in arms}
                 time.sleep(window_s)
