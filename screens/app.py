@@ -18,7 +18,7 @@ from workbench.runner import JobRunner, RunnerError, decide_device, device_recor
 from workbench.session import SessionStore
 from workbench.tracker import JobTracker
 
-POLL_S = 0.05  # poll interval while events arrive
+POLL_S = 0.1  # poll interval while events arrive (a training job writes its batched lines every 0.1 s)
 POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
 
 

@@ -254,9 +254,9 @@ class TrainingScreen(WorkbenchScreen):
         if view.jid and view.jid != self.form_from and view.cfg:
             self.fill_form(view.jid, view.cfg)
         eta = view.eta_s()
-        if self._changed("runline", (view.jid, view.status, view.state, id(view.progress), view.test_count(),
-                                     int(eta or 0))):
+        if self._changed("runline", (view.jid, view.status, view.state, id(view.progress), int(eta or 0))):
             self.query_one("#runline", Static).update(self._runline(view, eta), layout=False)  # fixed size: no reflow
+        if self._changed("testline", (view.jid, len(view.tests))):
             self.query_one("#testline", Static).update(test_line(view), layout=False)
         if self._changed("error", (view.jid, id(view.error))):
             self._error(view)
@@ -264,8 +264,10 @@ class TrainingScreen(WorkbenchScreen):
             shown = list(view.step_ms)[-SPARK_POINTS:]
             self.query_one("#loss", Spark).data = view.loss
             self.query_one("#steps", Spark).data = shown
-            self.query_one("#loss-label", Static).update(loss_label(view), layout=False)
-            self.query_one("#step-label", Static).update(step_label(view, shown), layout=False)
+            # a caption whose text did not change is not redrawn (the curves change more often than their captions)
+            for wid, text in (("#loss-label", loss_label(view)), ("#step-label", step_label(view, shown))):
+                if self._changed(wid, text):
+                    self.query_one(wid, Static).update(text, layout=False)
         self.query_one(DevicePanel).show(view.device_samples, view.device_target)  # redraws only on a new sample
         perf_key = (view.jid, id(view.perf), plain, tuple((k, c.get("status")) for k, c in view.checks.items()),
                     tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,

@@ -17,6 +17,16 @@ def damage(ev: Dict[str, Any]) -> Optional[str]:
     return None if ev.get("raw") else type_problem(ev)
 
 
+def _has_verbose_step(ev: Dict[str, Any], every: int) -> bool:
+    """True when a step line holds a step numbered a multiple of `every` (step 0 included), as expand_steps numbers them."""
+    if ev.get("type") == "step":
+        return True  # one step: the caller checks its number
+    first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
+    lists = [ev.get(k) for k in ("loss", "step_ms")]
+    count = max([len(x) for x in lists if isinstance(x, list)] or [0])
+    return count > 0 and (first <= 0 < first + count or (first + count - 1) // every > (first - 1) // every)
+
+
 def format_event(ev: Dict[str, Any], verbose_steps: int = 0) -> Optional[str]:
     """One plain line for an event, or None for events too frequent to print (most steps)."""
     wrong = damage(ev)
@@ -38,6 +48,8 @@ def format_event(ev: Dict[str, Any], verbose_steps: int = 0) -> Optional[str]:
     if kind == "progress":
         return None
     if kind in ("step", "steps"):
+        if not verbose_steps or not _has_verbose_step(ev, verbose_steps):
+            return None  # most lines: decided without expanding a batch (the UI formats every line it reads)
         lines = []
         for one in expand_steps(ev):
             step = one.get("step") or 0

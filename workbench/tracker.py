@@ -105,7 +105,10 @@ class JobTracker:
             if events:
                 job.events += len(events)
                 batch.events.append((job, events))
-            if job in batch.new_jobs or (not job.status.done and (events or now - job.checked_at >= STATUS_EVERY_S)):
+            # A job's files are read for its status at most every STATUS_EVERY_S, not on every poll that
+            # brings events (10 a second from a training job); its `finished` line is read at once.
+            ended = any(ev.get("type") == "finished" for ev in events)
+            if job in batch.new_jobs or (not job.status.done and (ended or now - job.checked_at >= STATUS_EVERY_S)):
                 job.checked_at = now
                 status = job_status(job.dir)
                 if status.state != job.status.state or status.reason != job.status.reason or job in batch.new_jobs:
