@@ -69,3 +69,32 @@ async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
         await until(pilot, lambda: app.handled == pressed)
         assert app.events_ingested == 10_000
         assert json.loads(open(events).readlines()[-1])["seq"] == 9_999
+
+
+async def test_following_steps_never_lays_out_the_training_screen_again(tmp_path):
+    started = {"v": 1, "seq": 0, "t": 0.0, "type": "started", "kind": "train", "pid": 1, "python": "p",
+               "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
+    sid = make_recorded_session(tmp_path, [("train-001", "train", [started], None)])
+    events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
+    mark_running(events.parent)
+    app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        training = app.screen
+        await until(pilot, lambda: training.redraws >= 1)
+        await settled(pilot)
+        layouts = []
+        refresh_layout = training._refresh_layout
+
+        def counted(size=None, scroll=False):
+            if not scroll:
+                layouts.append(training.redraws)
+            return refresh_layout(size, scroll)
+
+        training._refresh_layout = counted  # a full layout (reflow) of every widget on the screen
+        before = training.redraws
+        for k in range(4):
+            _append_steps(events, 1 + 50 * k, 50)
+            await until(pilot, lambda: training.redraws > before + k)
+        assert training.redraws >= before + 4
+        assert layouts == []  # each redraw repainted what changed, nothing was laid out again
