@@ -67,6 +67,9 @@ def formula_lines(diff: Dict[str, Any]) -> List[str]:
         return lines
     lines.append("worst element %s" % (diff.get("worst_index"),))
     lines.append("  ref %s   cand %s" % (num(ref, 7), num(cand, 7)))
+    if ref is None or cand is None:  # a diff line whose worst element lacks a side (damaged or partial)
+        lines.append("no value there for %s" % " and ".join(n for n, v in (("ref", ref), ("cand", cand)) if v is None))
+        return lines
     if isinstance(ref, str) or isinstance(cand, str) or atol is None or rtol is None:
         lines.append("non-finite there: NaN never matches, Inf only the same Inf")
         return lines
