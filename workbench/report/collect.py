@@ -40,7 +40,10 @@ def iso(t: Optional[float]) -> Optional[str]:
     """Local time with its UTC offset, to the second, or None."""
     if not isinstance(t, (int, float)):
         return None
-    return datetime.datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+    try:
+        return datetime.datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):  # a damaged `t` far outside any calendar
+        return None
 
 
 def _strip(ev: Dict[str, Any]) -> Dict[str, Any]:
