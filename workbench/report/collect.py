@@ -18,14 +18,13 @@ from workbench.config import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.protocol import Evidence
 from workbench.imported import imported_mark
-from workbench.record import JobRecord
+from workbench.record import JobRecord, SessionModel, load_config
 from workbench.report.eventstream import read_events
 from workbench.report.limitations import limitations
 from workbench.report.performance import parallel_record, performance_rows
 from workbench.report.manifest import SessionFiles
 from workbench.report.secrets import Scrubber, mask_env
 from workbench.session import SessionStore, job_status
-from workbench.session_fold import fold_session
 from workbench.steptable import StepTable
 
 FORMAT = "ms-workbench.report/1"
@@ -69,6 +68,7 @@ class JobReader:
         self.prefix = "jobs/%s/" % self.jid
         self.scrub = scrub
         self.table = StepTable(spool=spool_steps, jid=self.jid)  # every step to the CSV spool, a thinned table kept
+        self.fold: Optional[JobRecord] = None  # after read(): the job's fold, also what the acceptance evaluation reads
 
     def _read(self, name: str) -> Optional[bytes]:
         return self.files.read(self.prefix + name)
@@ -77,14 +77,20 @@ class JobReader:
         """The job's record: spec, status, config and what each event type said."""
         spec = self.scrub.report_obj(_json(self._read("job.json")) or {})
         exit_rec = _json(self._read("exit.json"))
-        fold = JobRecord(self.jid, str(spec.get("kind") or self.jid.rsplit("-", 1)[0]), config={}, keep_steps=self.table)
+        created = spec.get("created")
+        # The same record as workbench.session_fold.fold_job (the acceptance evaluation reads it): its config
+        # is the job folder's own config.json, as `ms-workbench accept` reads it; the report's is masked below.
+        fold = JobRecord(self.jid, str(spec.get("kind") or self.jid.rsplit("-", 1)[0]),
+                         float(created) if type(created) in (int, float) else 0.0, self.dir,
+                         config=load_config(self.dir), keep_steps=self.table)
+        self.fold = fold
         names = sorted(e.rel[len(self.prefix):] for e in self.files.under(self.prefix.rstrip("/"))
                        if "/" not in e.rel[len(self.prefix):] and e.rel.endswith(".jsonl")
                        and e.rel[len(self.prefix):].startswith("events"))
         for name in sorted(names, key=lambda n: (n != "events.jsonl", n)):
             entry = self.files.get(self.prefix + name)
             read_events(fold, name, entry.chunks() if entry is not None else b"", self.scrub.report_obj)
-        status = job_status(self.dir, events=[fold.finished] if fold.finished else [])
+        status = fold.status = job_status(self.dir, events=[fold.finished] if fold.finished else [])
         command = spec.get("command") or []
         fin = fold.finished
         rec: Dict[str, Any] = {
@@ -182,9 +188,11 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
     job_dirs = sorted({session_dir / "jobs" / rel.split("/")[1] for rel in files.entries
                        if rel.startswith("jobs/") and rel.endswith("/job.json") and rel.count("/") == 2})
     jobs = []
+    model = SessionModel()  # each events file is folded once: the report and the acceptance evaluation share it
     for d in job_dirs:
         reader = JobReader(files, d, scrub, spool_steps=step_tables is not None)
         jobs.append(reader.read())
+        model.add(reader.fold)
         if step_tables is not None:
             step_tables[reader.jid] = reader.table
     jobs.sort(key=lambda j: (j["created"] or 0, j["jid"]))
@@ -209,7 +217,7 @@ def collect(store: SessionStore, sid: str, files: Optional[SessionFiles] = None,
     report["not_verified"] = not_verified(report, jobs)
     report["limitations"] = limitations(report)
     cfg = load()  # the same computation as `ms-workbench accept`
-    report["acceptance"] = evaluate(fold_session(session_dir), acceptance if acceptance is not None
+    report["acceptance"] = evaluate(model, acceptance if acceptance is not None
                                     else cfg["acceptance"], cfg.get("compare"))
     report["session"]["imported"] = imported_mark(session_dir)  # None for a session made here
     return report
