@@ -41,13 +41,25 @@ def complete_lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[bytes
     tail.append(rest)
 
 
+_SCAN = json.JSONDecoder().scan_once  # what json.loads runs on a line, without its checks around it
+
+
 def decode_line(raw: bytes) -> Dict[str, Any]:
     """Decode one complete line; garbage becomes a `log` event carrying the raw text."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-    try:
-        event = json.loads(text)
-    except ValueError:
-        event = None
+    event = None
+    if text[:1] == "{" and text[-1:] == "}":  # the usual line: one object, nothing around it, scanned directly
+        try:
+            event, end = _SCAN(text, 0)
+        except (StopIteration, ValueError):
+            end = -1
+        if end != len(text):
+            event = None
+    if event is None:
+        try:
+            event = json.loads(text)
+        except ValueError:
+            event = None
     if not isinstance(event, dict) or "type" not in event:
         return {"v": VERSION, "seq": None, "t": None, "type": "log", "level": "garbage",
                 "message": text, "raw": True}

@@ -91,18 +91,26 @@ class StepSeries:
 
     def add(self, step: Dict[str, Any], phase: str) -> None:
         """Fold one main-rank step whose phase is known."""
-        self.count += 1
         self.last = step
-        loss = number(step.get("loss"))
-        if loss is not None:
+        self.add_values(step.get("loss"), step.get("step_ms"), phase)
+
+    def add_values(self, loss: Any, ms: Any, phase: str) -> None:
+        """Fold one main-rank step by its loss and step time as written (`last` is the caller's to set)."""
+        self.count += 1
+        if type(loss) in (float, int):
+            loss = float(loss)
             self.loss.append(loss)
-            self.first_loss = loss if self.first_loss is None else self.first_loss
+            if self.first_loss is None:
+                self.first_loss = self.min_loss = loss
+            elif loss < self.min_loss:  # type: ignore[operator]
+                self.min_loss = loss
             self.last_loss = loss
-            self.min_loss = loss if self.min_loss is None else min(self.min_loss, loss)
-        ms = number(step.get("step_ms"))
-        if ms is None:
+        if type(ms) not in (float, int):
             return
-        if phase in ("compile", "recompile"):
+        ms = float(ms)
+        if phase == "steady":
+            self.step_ms.append(ms)
+        elif phase in ("compile", "recompile"):
             if len(self.compile_ms) < COMPILE_KEPT:
                 self.compile_ms.append(ms)
         elif phase == "warmup":

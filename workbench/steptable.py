@@ -15,6 +15,7 @@ from typing import IO, Any, Dict, List, Optional
 
 COLUMNS = ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase")
 MAX_ROWS = 4000
+SPOOL_BATCH = 4096  # rows written to the spool at a time
 
 
 def _number(value: Any) -> Optional[float]:
@@ -38,38 +39,48 @@ class StepTable:
         self.jid = jid
         self.spool: Optional[IO[str]] = tempfile.TemporaryFile("w+", encoding="utf-8", newline="") if spool else None
         self._writer = csv.writer(self.spool, lineterminator="\n") if spool else None
+        self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
 
     def add(self, step: Dict[str, Any]) -> None:
         """Take one step (an expanded `step` event)."""
-        rank = step.get("rank")
+        g = step.get
+        self.add_row(g("rank"), g("epoch"), g("step"), g("loss"), g("step_ms"), g("batch_size"), g("phase"))
+
+    def add_row(self, rank: Any, epoch: Any, step: Any, loss: Any, step_ms: Any, batch_size: Any, phase: Any) -> None:
+        """Take one step by its values (the fold's path: no dict per step)."""
         main = rank in (None, 0)
         if main:
             self.main_count += 1
-            loss = _number(step.get("loss"))
-            if loss is not None:
-                self.first_loss = loss if self.first_loss is None else self.first_loss
-                self.last_loss = loss
-                self.min_loss = loss if self.min_loss is None or loss < self.min_loss else self.min_loss
-        if isinstance(rank, int):
+            if type(loss) in (float, int):
+                loss_f = float(loss)
+                if self.first_loss is None:
+                    self.first_loss = self.min_loss = loss_f
+                elif loss_f < self.min_loss:  # type: ignore[operator]
+                    self.min_loss = loss_f
+                self.last_loss = loss_f
+        if rank is not None and isinstance(rank, int):
             self.ranks.add(rank)
-        size = step.get("batch_size")
-        if size is not None and len(self.sizes) < 64:
-            self.sizes[size] += 1
-        elif size in self.sizes:
-            self.sizes[size] += 1
-        if self._writer is not None:
-            self._writer.writerow(["" if v is None else v for v in (
-                self.jid, step.get("epoch"), step.get("step"), step.get("loss"), step.get("step_ms"),
-                step.get("batch_size"), rank, step.get("phase"))])
+        if batch_size is not None and (len(self.sizes) < 64 or batch_size in self.sizes):
+            self.sizes[batch_size] += 1
+        if self._rows is not None:
+            self._rows.append((self.jid, epoch, step, loss, step_ms, batch_size, rank, phase))  # None: an empty cell
+            if len(self._rows) >= SPOOL_BATCH:
+                self._flush()
         if self.count % self.every == 0:
-            for name in COLUMNS:
-                self.columns[name].append(step.get(name))
-            self.columns["x"].append(self.main_count if main else None)
-            if self.max_rows is not None and len(self.columns["x"]) > self.max_rows:
-                for name in self.columns:
-                    self.columns[name] = self.columns[name][::2]
+            columns = self.columns
+            for name, value in zip(COLUMNS, (rank, epoch, step, loss, step_ms, batch_size, phase)):
+                columns[name].append(value)
+            columns["x"].append(self.main_count if main else None)
+            if self.max_rows is not None and len(columns["x"]) > self.max_rows:
+                for name in columns:
+                    columns[name] = columns[name][::2]
                 self.every *= 2
         self.count += 1
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._writer.writerows(self._rows)
+            self._rows.clear()
 
     def as_dict(self) -> Dict[str, Any]:
         """The thinned table: each column a list, with `recorded` (steps read) and `every` (thinning)."""
@@ -81,6 +92,7 @@ class StepTable:
         """Write the spooled CSV rows (every step, without a header) to `out`, then drop the spool."""
         if self.spool is None:
             return
+        self._flush()
         self.spool.seek(0)
         while True:
             block = self.spool.read(1 << 20)
@@ -93,4 +105,4 @@ class StepTable:
         """Remove the spool file."""
         if self.spool is not None:
             self.spool.close()
-            self.spool, self._writer = None, None
+            self.spool, self._writer, self._rows = None, None, None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, List
 
 from workbench.eventfile import complete_lines
 from workbench.record import JobRecord
@@ -17,13 +17,6 @@ def read_events(rec: JobRecord, name: str, data: Any, transform: Any = None) -> 
     """
     chunks = [data] if isinstance(data, bytes) else data
     tail: List[bytes] = []
-    walk = None
-    if transform is not None:
-        def walk(ev: Dict[str, Any]) -> Dict[str, Any]:
-            for value in ev.values():
-                if isinstance(value, dict):
-                    return transform(ev)
-            return ev
     rec.begin_file(name)
-    rec.ingest_lines(complete_lines(chunks, tail), walk, keep=False)
+    rec.ingest_lines(complete_lines(chunks, tail), transform, keep=False, objects_only=True)
     rec.note_torn_tail(len(tail[0]) if tail else 0)

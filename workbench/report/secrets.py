@@ -67,7 +67,19 @@ class Scrubber:
         part), and the rest of the line may only be JSON punctuation, numbers, true/false/null.
         Anything else (an escape, a letter outside a string) takes the full path.
         """
-        if b"\\" in line:
+        return self._plain_text(line, OUTSIDE_BYTES)
+
+    def plain_block(self, block: bytes) -> bool:
+        """True when every line of a block of JSON lines is plain (plain_line), decided for the block at once.
+
+        A string holding a newline would put the block's idea of "inside a string" out of step with
+        the lines' (a line with an odd number of quotes), so such a string sends the block to the
+        line-by-line check; otherwise each line's strings and the bytes between them are the block's.
+        """
+        return self._plain_text(block, OUTSIDE_BYTES + b"\n")
+
+    def _plain_text(self, data: bytes, outside: bytes) -> bool:
+        if b"\\" in data:
             return False
         if self._plain_for != len(self.values):
             self._plain = {}
@@ -76,13 +88,15 @@ class Scrubber:
             self._plain_ok = not any(set(v) <= OUTSIDE_CHARS for v in self.values)
         if not self._plain_ok:
             return False
-        parts = line.split(b'"')  # without escapes, every odd part is a string's content
-        if len(parts) % 2 == 0 or b"".join(parts[0::2]).translate(None, OUTSIDE_BYTES):
+        parts = data.split(b'"')  # without escapes, every odd part is a string's content
+        if len(parts) % 2 == 0 or b"".join(parts[0::2]).translate(None, outside):
             return False
         cache = self._plain
-        for token in parts[1::2]:
+        for token in set(parts[1::2]):
             known = cache.get(token)
             if known is None:
+                if b"\n" in token:
+                    return False
                 if len(cache) >= TOKEN_CACHE_MAX:
                     cache.clear()
                 text = token.decode("utf-8", "replace")
@@ -161,6 +175,8 @@ class Scrubber:
             except ValueError:
                 kind = "text"
         if kind == "jsonl":
+            if self.plain_block(data):
+                return
             for raw in data.split(b"\n"):
                 if self.plain_line(raw):
                     continue
@@ -189,6 +205,8 @@ class Scrubber:
                     return data
                 return (json.dumps(clean, indent=2) + "\n").encode("utf-8")
         if kind == "jsonl":
+            if self.plain_block(data):
+                return data
             lines = data.split(b"\n")
             out = [self._jsonl_line(line) for line in lines]
             return b"\n".join(out)
