@@ -87,7 +87,7 @@ def _assignment(match: "re.Match[str]") -> str:
 
 def mask_text(text: str) -> str:
     """Text with URL userinfo, secret query values and secret-named assignments masked."""
-    if not text:
+    if not text or ("=" not in text and ":" not in text):  # each pattern needs one ("://", "name=", "NAME: ")
         return text
     text = URL_USERINFO.sub(_userinfo, text)
     text = QUERY_PARAM.sub(_query, text)

@@ -57,12 +57,16 @@ def scrub_session(files: SessionFiles, spill: Optional[Path] = None) -> Tuple[Sc
     large = [e for _, e in sorted(files.entries.items()) if _large_text(e)]
     large_ids = {id(e) for e in large}
     scrubber = scrub_pairs((e.rel, e.data) for e in files.entries.values() if e.data is not None)
+    plain: Dict[int, int] = {}  # id(entry) -> values known when every block of the file was found plain
     for entry in large:
-        for block in line_blocks(entry.chunks()):
-            scrubber.learn_file(entry.rel, block)
+        known = len(scrubber.values)
+        if all([scrubber.learn_file(entry.rel, block) for block in line_blocks(entry.chunks())]):
+            plain[id(entry)] = known
     masked = []
     for rel, entry in sorted(files.entries.items()):
         if entry.data is None:
+            if plain.get(id(entry), -1) == len(scrubber.values):  # plain, and no value learned since: unchanged
+                continue
             if id(entry) in large_ids and spill is not None and _mask_large(scrubber, entry, spill):
                 masked.append(rel)
             continue

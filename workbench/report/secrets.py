@@ -165,8 +165,12 @@ class Scrubber:
         return obj
 
     # -- files -----------------------------------------------------------------------------------
-    def learn_file(self, name: str, data: bytes) -> None:
-        """Remember the secrets a file holds (JSON, JSON lines or text; binary files are skipped)."""
+    def learn_file(self, name: str, data: bytes) -> bool:
+        """Remember the secrets a file holds (JSON, JSON lines or text; binary files are skipped).
+
+        True when the bytes are JSON lines found plain (plain_block): nothing learned, and file() would
+        return them unchanged as long as no other value is learned meanwhile.
+        """
         kind = file_kind(name, data)
         if kind == "json":
             try:
@@ -176,7 +180,7 @@ class Scrubber:
                 kind = "text"
         if kind == "jsonl":
             if self.plain_block(data):
-                return
+                return True
             for raw in data.split(b"\n"):
                 if self.plain_line(raw):
                     continue
@@ -185,9 +189,10 @@ class Scrubber:
                         self.learn_obj(json.loads(line))
                     except ValueError:
                         self.learn_text(line)
-            return
+            return False
         if kind == "text":
             self.learn_text(data.decode("utf-8", "replace"))
+        return False
 
     def file(self, name: str, data: bytes) -> bytes:
         """The file's bytes with secrets masked; unchanged bytes (and lines) are kept exactly."""
