@@ -46,7 +46,12 @@ _SCAN = json.JSONDecoder().scan_once  # what json.loads runs on a line, without 
 
 def decode_line(raw: bytes) -> Dict[str, Any]:
     """Decode one complete line; garbage becomes a `log` event carrying the raw text."""
-    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    return decode_text(raw.decode("utf-8", errors="replace"))
+
+
+def decode_text(text: str) -> Dict[str, Any]:
+    """decode_line for a line already decoded to text."""
+    text = text.rstrip("\r\n")
     event = None
     if text[:1] == "{" and text[-1:] == "}":  # the usual line: one object, nothing around it, scanned directly
         try:

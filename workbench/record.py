@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Deque, Dict, Iterable, List, Optional
 
 from workbench.atomic import read_json
-from workbench.protocol import (Evidence, KNOWN_TYPES, SeqCheck, decode_line, is_main, step_line_ok, steps_line_ok,
+from workbench.protocol import (Evidence, KNOWN_TYPES, SeqCheck, decode_line, is_main, step_values, steps_line_ok,
                                 type_problem)
 from workbench.series import RankSteps, StepSeries, number
 from workbench.steptable import COLUMNS as STEP_COLUMNS, StepTable  # noqa: F401  (STEP_COLUMNS: the record's name)
@@ -63,13 +63,6 @@ def expand_steps(ev: Dict[str, Any]) -> List[Dict[str, Any]]:
             step["rank"] = ev["rank"]
         out.append(step)
     return out
-
-
-def _has_object(ev: Dict[str, Any]) -> bool:
-    for value in ev.values():
-        if isinstance(value, dict):
-            return True
-    return False
 
 
 def _damage_kind(text: str) -> str:
@@ -143,11 +136,11 @@ class JobRecord:
 
     def ingest_lines(self, lines: Iterable[bytes],
                      transform: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None,
-                     keep: bool = True, objects_only: bool = False) -> List[Dict[str, Any]]:
+                     keep: bool = True) -> List[Dict[str, Any]]:
         """Fold complete raw lines (without newline); return the events folded, `transform`ed first.
 
-        keep=False returns [] and holds no event beyond the fold's bounded state (a whole file streamed).
-        objects_only=True transforms only the events with an object among their top-level values.
+        keep=False returns [] and holds no event beyond the fold's bounded state (a whole file streamed;
+        workbench.foldstream does that faster, a block at a time).
         """
         kept = []
         for raw in lines:
@@ -155,8 +148,7 @@ class JobRecord:
             if not raw.strip():
                 continue
             ev = decode_line(raw)
-            # a line with no "{" after its first byte holds no nested object: most lines, told without a walk
-            if transform is not None and (not objects_only or (raw.find(b"{", 1) > 0 and _has_object(ev))):
+            if transform is not None:
                 ev = transform(ev)
             if self._fold(ev, self.lines) and keep:
                 kept.append(ev)
@@ -180,22 +172,21 @@ class JobRecord:
 
     def _fold(self, ev: Dict[str, Any], line: int) -> bool:
         kind = ev.get("type")
-        if kind == "step" and self.fast and step_line_ok(ev) and not ev.get("raw"):  # the commonest line
-            g = ev.get
-            rank = g("rank")
+        values = step_values(ev) if kind == "step" and self.fast and "raw" not in ev else None
+        if values is not None:  # the commonest line, checked in one pass: the generic path's outcome, sooner
+            seq, t, rank = values[0], values[1], values[2]
             expected = self.seq.expected
-            if expected.get(rank, 0) == ev["seq"]:  # SeqCheck.see, for the seq it expects
-                expected[rank] = ev["seq"] + 1
+            if expected.get(rank, 0) == seq:  # SeqCheck.see, for the seq it expects
+                expected[rank] = seq + 1
             else:
                 self._seq_problem("line %d: %s" % (line, self.seq.see(ev)))
             self.events += 1
-            t = g("t")
             if t is not None:
                 self.last_t = t
             self.type_counts["step"] += 1
-            if g("synthetic") is True:
+            if "synthetic" in ev and ev["synthetic"] is True:
                 self.synthetic = True
-            if self._step_values(rank, g("epoch"), g("step"), g("loss"), g("step_ms"), g("batch_size"), g("phase")):
+            if self._step_values(*values[2:]):
                 self.steps.last = ev
             return True
         if ev.get("raw"):  # not JSON, or JSON that is no event: shown as a garbage log line

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from workbench.atomic import read_json
-from workbench.eventfile import complete_lines
+from workbench.foldstream import fold_stream
 from workbench.record import JobRecord, SessionModel
 from workbench.session import job_status
 
@@ -34,7 +34,7 @@ def fold_job(job_dir: Path) -> JobRecord:
         with fh:  # in 1 MB blocks, keeping no event beyond the fold: memory stays flat for long runs
             tail: List[bytes] = []  # a line without its newline is torn (or still being written): never folded
             rec.begin_file(name)
-            rec.ingest_lines(complete_lines(iter(lambda: fh.read(1 << 20), b""), tail), keep=False)
+            fold_stream(rec, iter(lambda: fh.read(1 << 20), b""), tail)
             rec.note_torn_tail(len(tail[0]) if tail else 0)
     rec.status = job_status(job_dir, events=[rec.finished] if rec.finished else [])
     return rec

@@ -2,20 +2,28 @@
 
 The one-pass checks (protocol.step_line_ok, steps_line_ok) never accept a line the generic validator
 (type_problem) would flag; a record folded with the fast path equals one folded without it, field by
-field, spool rows included; and a batched line folds exactly as the `step` events expand_steps makes of it.
+field, spool rows included; a batched line folds exactly as the `step` events expand_steps makes of it;
+the CSV spool's rows, formatted a batch at a time, are what csv.writer would have written; and folding
+a stream a block at a time (workbench.foldstream) equals folding its lines one by one.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from workbench.eventfile import complete_lines
+from workbench.foldstream import fold_stream, has_object
 from workbench.protocol import step_line_ok, steps_line_ok, type_problem
 from workbench.record import JobRecord, expand_steps
 from workbench.steptable import StepTable
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-CASES = {"checks": 800, "fold": 400, "batched": 300}
+CASES = {"checks": 800, "fold": 400, "batched": 300, "rows": 300, "stream": 300}
 
 # Values of the types a step field holds, and of the types it must not hold (bools, strings, lists, objects).
 numbers = st.integers(-3, 10**6) | st.floats(allow_nan=True, allow_infinity=True)
@@ -96,9 +104,13 @@ def _state(rec: JobRecord) -> dict:
     }
 
 
+def _record(max_rows: int = 5) -> JobRecord:
+    return JobRecord("train-001", "train", config={"train": {"warmup_steps": 2}},
+                     keep_steps=StepTable(max_rows=max_rows, spool=True, jid="train-001"))
+
+
 def _fold(events, fast: bool, max_rows: int = 5) -> JobRecord:
-    rec = JobRecord("train-001", "train", config={"train": {"warmup_steps": 2}},
-                    keep_steps=StepTable(max_rows=max_rows, spool=True, jid="train-001"))
+    rec = _record(max_rows)
     rec.fast = fast
     rec.ingest([dict(ev) for ev in events])
     return rec
@@ -160,3 +172,68 @@ def test_a_long_run_of_step_lines_folds_the_same_either_way():
     fast, generic = _fold(events, True, 64), _fold(events, False, 64)
     assert _state(fast) == _state(generic)
     assert fast.step_table.count == 3000 and fast.steps_seen == 3000
+
+
+cells = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | st.just("None")
+         | st.text(alphabet=st.sampled_from('ab,"\r\n N1.'), max_size=5) | st.text(max_size=3))
+
+
+@settings(max_examples=CASES["rows"], **SETTINGS)
+@given(st.lists(st.tuples(*[cells] * 7), max_size=12), st.sampled_from(["train-001", "a,b", "None"]))
+def test_the_spool_holds_what_csv_writer_writes(rows, jid):
+    """steps.csv rows formatted in one go (the common case) are byte for byte csv.writer's."""
+    table = StepTable(max_rows=4, spool=True, jid=jid)
+    for rank, epoch, step, loss, ms, size, phase in rows:
+        table.add_row(rank, epoch, step, loss, ms, size, phase)
+    out = io.StringIO()
+    table.copy_rows(out)
+    expected = io.StringIO()
+    csv.writer(expected, lineterminator="\n").writerows(
+        [(jid, epoch, step, loss, ms, size, rank, phase) for rank, epoch, step, loss, ms, size, phase in rows])
+    assert out.getvalue() == expected.getvalue()
+
+
+line_variants = st.sampled_from([b"", b"   ", b"\r", b"not json", b"[1, 2]", b"{}", b'{"type": "log"}  ', b"\xff\xfe",
+                                 b'{"v":1,"seq":0,"t":1.0,"type":"log","level":"info","message":"\xc3\xa9"}\r',
+                                 b'{"v":1,"seq":0,"type":"step"}{"v":1,"seq":1,"type":"step"}',
+                                 b' {"v":1,"seq":2,"t":1.0,"type":"check","id":"x","title":"t","status":"blocked",'
+                                 b'"evidence":{"env":{"A":"1"}}}'])
+
+
+@st.composite
+def event_files(draw):
+    """An events file's bytes: encoded events (steps, batches, nested objects) with odd lines among them."""
+    lines = []
+    for ev in draw(st.lists(step_lines() | steps_lines(), max_size=25)):
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(draw(line_variants))
+        try:
+            lines.append(json.dumps(dict(ev, extra={"k": 1}) if draw(st.booleans()) else ev).encode())
+        except ValueError:
+            lines.append(b"{bad")
+    return b"\n".join(lines) + draw(st.sampled_from([b"\n", b"", b'\n{"v":1,"se']))
+
+
+@settings(max_examples=CASES["stream"], **SETTINGS)
+@given(event_files(), st.integers(1, 400))
+def test_folding_a_stream_by_blocks_equals_folding_its_lines(data, block):
+    """fold_stream (each block decoded once) == ingest_lines over complete_lines, transform calls included."""
+    seen = {"stream": [], "lines": []}
+
+    def marker(name):
+        def transform(ev):
+            seen[name].append(json.dumps(ev, sort_keys=True))
+            return dict(ev, masked=True)
+        return transform
+
+    chunks = [data[i:i + block] for i in range(0, len(data), block)]
+    by_blocks, by_lines = _record(), _record()
+    tail_a, tail_b = [], []
+    fold_stream(by_blocks, iter(chunks), tail_a, marker("stream"), objects_only=True)
+    lines_transform = marker("lines")
+    by_lines.ingest_lines(complete_lines(iter(chunks), tail_b),
+                          lambda ev: lines_transform(ev) if has_object(ev) else ev, keep=False)
+    assert tail_a == tail_b
+    assert seen["stream"] == seen["lines"]
+    assert _state(by_blocks) == _state(by_lines)
+    assert (by_blocks.lines, by_blocks.version) == (by_lines.lines, by_lines.version)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from workbench.eventfile import complete_lines
+from workbench.foldstream import fold_stream
 from workbench.record import JobRecord
 
 
@@ -18,5 +18,5 @@ def read_events(rec: JobRecord, name: str, data: Any, transform: Any = None) -> 
     chunks = [data] if isinstance(data, bytes) else data
     tail: List[bytes] = []
     rec.begin_file(name)
-    rec.ingest_lines(complete_lines(chunks, tail), transform, keep=False, objects_only=True)
+    fold_stream(rec, chunks, tail, transform, objects_only=True)
     rec.note_torn_tail(len(tail[0]) if tail else 0)
