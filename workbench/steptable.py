@@ -9,7 +9,6 @@ temporary CSV spool on disk as it is read. Memory stays flat in the number of st
 from __future__ import annotations
 
 import csv
-import re
 import tempfile
 from collections import Counter
 from typing import IO, Any, Dict, List, Optional
@@ -20,22 +19,6 @@ SPOOL_BATCH = 4096  # rows written to the spool at a time
 
 
 ROW = ",".join(["%s"] * (len(COLUMNS) + 1)) + "\n"  # jid and the step's values, as metrics/steps.csv orders them
-PLAIN_TYPES = frozenset((int, float, bool, type(None)))  # csv writes str(value) (None: nothing), never quoted
-QUOTED = re.compile(r'[,"\r\n]')  # a string csv would quote (\r too, to be safe)
-
-
-def _plain_rows(rows: List[tuple]) -> bool:
-    """True when csv.writer would write every field of these rows as "%s" does (None aside), unquoted."""
-    for column in zip(*rows):
-        types = set(map(type, column))
-        if types <= PLAIN_TYPES:
-            continue
-        if not types <= PLAIN_TYPES | {str}:
-            return False
-        for value in set(column):
-            if type(value) is str and (value == "None" or QUOTED.search(value)):
-                return False
-    return True
 
 
 def _number(value: Any) -> Optional[float]:
@@ -82,8 +65,10 @@ class StepTable:
             self.ranks.add(rank)
         if batch_size is not None and (len(self.sizes) < 64 or batch_size in self.sizes):
             self.sizes[batch_size] += 1
-        if self._rows is not None:
-            self._rows.append((self.jid, epoch, step, loss, step_ms, batch_size, rank, phase))  # None: an empty cell
+        if self._rows is not None:  # None as "": the same empty cell for csv, and for "%s" (_flush)
+            self._rows.append((self.jid, epoch, step, "" if loss is None else loss, "" if step_ms is None else step_ms,
+                               "" if batch_size is None else batch_size, "" if rank is None else rank,
+                               "" if phase is None else phase))
             if len(self._rows) >= SPOOL_BATCH:
                 self._flush()
         if self.count % self.every == 0:
@@ -101,10 +86,14 @@ class StepTable:
         rows = self._rows
         if not rows:
             return
-        if _plain_rows(rows):  # what csv.writer writes, formatted in one go (csv's cost per float is twice this)
-            text = "".join([ROW % row for row in rows])
-            # "%s" writes None as "None", csv an empty field; no string field is "None" (_plain_rows)
-            self.spool.write(text.replace(",None,", ",,").replace(",None,", ",,").replace(",None\n", ",\n"))
+        # csv.writer writes str(value) (a float's repr) and quotes a value holding a comma, a quote or a newline.
+        # Formatted in one go (csv's cost per float is about twice this), then checked: no value held one, and
+        # no None was left to format (an epoch or step number left out; a string "None" goes to csv as well).
+        text = "".join([ROW % row for row in rows])
+        n = len(rows)
+        if (text.count("\n") == n and text.count(",") == len(COLUMNS) * n and '"' not in text and "\r" not in text
+                and "None" not in text):
+            self.spool.write(text)
         else:
             self._writer.writerows(rows)
         rows.clear()
