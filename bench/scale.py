@@ -2,7 +2,7 @@
 
 For sessions of 10 000, 100 000 and 1 000 000 events (bench/scale_sessions.py: the real drill job's
 lines at full rate, and the recorded real training job repeated to size) this measures in one run:
-`ms-workbench export` wall time and peak RSS (the child's own ru_maxrss from wait4), `watch --json`
+`ms-workbench export` wall time and peak RSS (the child's own VmHWM, see HWM), `watch --json`
 replay rate, the `sessions` listing time, and the baseline: one pass of json.loads over the same
 file in a fresh interpreter. Writes a JSON result, a Markdown table and two log-log SVG figures.
 Each command is the real CLI in a subprocess (`python -m workbench`, this tree first on PYTHONPATH).
@@ -27,18 +27,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.scale_sessions import ROOT, SID, build_session, drill_template  # noqa: E402
 
 BASELINE = "import json,sys\nwith open(sys.argv[1],'rb') as fh:\n    for line in fh: json.loads(line)\n"
+# Runs `python -m module args` or `python -c code args` and writes its peak RSS (VmHWM, kB) to argv[1] at exit.
+# VmHWM starts afresh at exec; wait4's ru_maxrss does not: it carries the forking parent's peak across exec
+# (a 10 MB child of a parent that once held 300 MB reports 300 MB), so a small child would show this bench's peak.
+HWM = ("import atexit,runpy,sys\nout=sys.argv.pop(1)\n"
+       "def hwm():\n    with open('/proc/self/status') as fh:\n"
+       "        kb=[l.split()[1] for l in fh if l.startswith('VmHWM:')]\n"
+       "    with open(out,'w') as fh: fh.write(kb[0] if kb else '')\n"
+       "atexit.register(hwm)\nflag,what=sys.argv.pop(1),sys.argv.pop(1)\n"
+       "if flag=='-m':\n    sys.argv[0]=what\n    runpy.run_module(what,run_name='__main__',alter_sys=True)\n"
+       "else:\n    sys.argv[0]='-c'\n    exec(compile(what,'<string>','exec'),{'__name__':'__main__'})\n")
 GOALS = {"export_ratio": 3.0, "export_rss_mb": 250.0}
 
 
 def timed(cmd: List[str], out: Any = subprocess.DEVNULL) -> Tuple[float, float, float, int]:
-    """Run a command -> (wall s, CPU s, peak RSS MB of that child, return code)."""
+    """Run a Python command (`py -m ...` or `py -c ...`) -> (wall s, CPU s, its own peak RSS MB, return code)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    fd, hwm_path = tempfile.mkstemp(prefix="scale-hwm-")
+    os.close(fd)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=out, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([cmd[0], "-c", HWM, hwm_path] + cmd[1:], cwd=str(ROOT), stdout=out,
+                            stderr=subprocess.DEVNULL, env=env)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, proc.returncode
+    with open(hwm_path) as fh:
+        kb = fh.read().strip()
+    os.unlink(hwm_path)
+    return wall, ru.ru_utime + ru.ru_stime, int(kb) / 1024.0 if kb else float("nan"), proc.returncode
 
 
 def measure(root: Path, events: Path, n: int) -> Dict[str, Any]:
