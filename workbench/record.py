@@ -174,7 +174,7 @@ class JobRecord:
         kind = ev.get("type")
         values = step_values(ev) if kind == "step" and self.fast and "raw" not in ev else None
         if values is not None:  # the commonest line, checked in one pass: the generic path's outcome, sooner
-            seq, t, rank = values[0], values[1], values[2]
+            seq, t, rank, epoch, number_, loss, ms, size, phase = values
             expected = self.seq.expected
             if expected.get(rank, 0) == seq:  # SeqCheck.see, for the seq it expects
                 expected[rank] = seq + 1
@@ -186,7 +186,7 @@ class JobRecord:
             self.type_counts["step"] += 1
             if "synthetic" in ev and ev["synthetic"] is True:
                 self.synthetic = True
-            if self._step_values(*values[2:]):
+            if self._step_values(rank, epoch, number_, loss, ms, size, phase):
                 self.steps.last = ev
             return True
         if ev.get("raw"):  # not JSON, or JSON that is no event: shown as a garbage log line
