@@ -41,7 +41,7 @@ def complete_lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[bytes
     tail.append(rest)
 
 
-_SCAN = json.JSONDecoder().scan_once  # what json.loads runs on a line, without its checks around it
+SCAN_OBJECT = json.JSONDecoder().scan_once  # what json.loads runs on a line, without its checks around it
 
 
 def decode_line(raw: bytes) -> Dict[str, Any]:
@@ -55,7 +55,7 @@ def decode_text(text: str) -> Dict[str, Any]:
     event = None
     if text[:1] == "{" and text[-1:] == "}":  # the usual line: one object, nothing around it, scanned directly
         try:
-            event, end = _SCAN(text, 0)
+            event, end = SCAN_OBJECT(text, 0)
         except (StopIteration, ValueError):
             end = -1
         if end != len(text):

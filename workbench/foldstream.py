@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
-from workbench.eventfile import _SCAN, decode_line, decode_text
+from workbench.eventfile import SCAN_OBJECT, decode_line, decode_text
 from workbench.record import JobRecord
 
 BLANK = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: a line of only these is skipped, as ingest_lines does
@@ -55,7 +55,7 @@ def _fold_block(rec: JobRecord, block: bytes, transform: Any, objects_only: bool
                     ev = transform(ev)
                 rec._fold(ev, rec.lines)
         return
-    scan, fold, find = _SCAN, rec._fold, text.find
+    scan, fold, find = SCAN_OBJECT, rec._fold, text.find  # the record's own per-line fold, as ingest_lines calls it
     idx, end_all = 0, len(text)
     while idx < end_all:
         nl = find("\n", idx)

@@ -262,8 +262,8 @@ class JobRecord:
                    (sizes[i] if i < len(sizes) else None) if size_list else sizes,
                    (phases[i] if i < len(phases) else None) if phase_list else phases)
         if is_main(ev):
-            self.steps.last = expand_steps(dict(ev, loss=losses[n - 1:n], step_ms=times[n - 1:n], first_step=first + n - 1,
-                                                batch_size=sizes[n - 1:n] if size_list else sizes,
+            self.steps.last = expand_steps(dict(ev, loss=losses[n - 1:n], step_ms=times[n - 1:n],
+                                                first_step=first + n - 1, batch_size=sizes[n - 1:n] if size_list else sizes,
                                                 phase=phases[n - 1:n] if phase_list else phases,
                                                 **({"global_step": ev["global_step"] + n - 1}
                                                    if type(ev.get("global_step")) is int else {})))[0]

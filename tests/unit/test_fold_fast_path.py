@@ -28,7 +28,8 @@ CASES = {"checks": 800, "fold": 400, "batched": 300, "rows": 300, "stream": 300}
 # Values of the types a step field holds, and of the types it must not hold (bools, strings, lists, objects).
 numbers = st.integers(-3, 10**6) | st.floats(allow_nan=True, allow_infinity=True)
 odd = (st.booleans() | st.text(max_size=4) | st.sampled_from(["nan", "inf", "-inf", "steady"])
-       | st.lists(st.integers(0, 3), max_size=2) | st.dictionaries(st.sampled_from(["a", "env"]), st.integers(), max_size=1))
+       | st.lists(st.integers(0, 3), max_size=2)
+       | st.dictionaries(st.sampled_from(["a", "env"]), st.integers(), max_size=1))
 field_values = st.none() | numbers | odd
 phases = st.none() | st.sampled_from(["compile", "recompile", "warmup", "steady", "profiled", "other"])
 MISSING = object()
