@@ -12,6 +12,7 @@ the fold (workbench.record) skips it like a torn line.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 from workbench.eventfile import (VERSION, EventReader, EventWriter, decode_line, encode, read_all,  # noqa: F401
@@ -331,6 +332,7 @@ _OPT_STR = (str, _NONE)
 _NUM_ITEMS = frozenset(_OPT_NUM)
 _INT_ITEMS = frozenset((int,))
 _PHASE_ITEMS = frozenset(_OPT_STR)
+_STEP_KEYS = operator.itemgetter("seq", "t", "epoch", "step", "loss", "step_ms")
 
 
 def _envelope_ok(event: Dict[str, Any]) -> bool:
@@ -346,9 +348,12 @@ def step_values(event: Dict[str, Any]) -> Optional[tuple]:
     say None; None means "ask type_problem" (which names the problem, or finds none: a missing seq, a
     loss written as "nan"). Held to type_problem by a property test (tests/unit/test_fold_fast_path.py).
     """
+    try:
+        seq, t, epoch, step, loss, ms = _STEP_KEYS(event)  # the keys every step line has, fetched at once
+    except KeyError:
+        return None  # type_problem decides (a missing seq or t is damage; a step without a loss is not)
     g = event.get
-    seq, t, rank, epoch, step = g("seq"), g("t"), g("rank"), g("epoch"), g("step")
-    loss, ms, size, phase = g("loss"), g("step_ms"), g("batch_size"), g("phase")
+    rank, size, phase = g("rank"), g("batch_size"), g("phase")
     if (type(seq) is int and type(t) in _T_TYPES and type(epoch) is int and type(step) is int
             and type(loss) in _OPT_NUM and type(ms) in _OPT_NUM and type(size) in _OPT_INT and type(phase) in _OPT_STR
             and type(rank) in _OPT_INT and (rank is not None or "rank" not in event)
