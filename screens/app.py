@@ -12,14 +12,16 @@ from textual.screen import Screen
 
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
+from workbench import timing
 from workbench.config import ConfigError, merge
 from workbench.priority import Launcher
 from workbench.runner import JobRunner, RunnerError, decide_device, device_record
 from workbench.session import SessionStore
-from workbench.tracker import JobTracker
+from workbench.tracker import Batch, JobTracker
 
 POLL_S = 0.1  # poll interval while events arrive (a training job writes its batched lines every 0.1 s)
 POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
+CATCH_UP_S = 0.001  # between slices of a backlog: just a turn of the event loop (Textual's timers divide by 0 s)
 
 
 def build_views() -> Dict[str, Any]:
@@ -92,19 +94,25 @@ class WorkbenchApp(App):
     def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
                  argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None,
                  read_only: bool = False):
-        super().__init__()
         self.read_only = read_only  # drawing the record's screenshots: write nothing into the session
         self.store = store
         self.sid = sid
+        self.views = build_views()
+        self.tracker: JobTracker = JobTracker(store, sid)
+        self.events_ingested = 0
+        self._apply(self.tracker.discover())  # jobs and statuses from their files: no event is read before the paint
+        # Textual builds DEFAULT_MODE's screen first: set to where this session opens, that is the only screen
+        # built before the first paint (App.__init__ reads it; the class keeps the default of a new session).
+        self.DEFAULT_MODE = self.landing_mode()
+        super().__init__()
         self.cfg = cfg
         self.argv = list(argv or sys.argv)
         self.poll_s = poll_s
         self._poll_delay = poll_s
         self.device = device_record(decide_device(cfg["device"]))  # what the runner would decide for a job now
         self.low_bandwidth = bool(cfg["ui"]["low_bandwidth"])
-        self.views = build_views()
-        self.tracker: JobTracker = JobTracker(store, sid)
-        self.events_ingested = 0
+        self.painted = False  # the first screen has been drawn (the backlog is read only after it)
+        self._marked_caught_up = False
         self.runner = JobRunner(store)
         self.launcher = launcher  # starts jobs from a thread at the original priority when the UI is niced
 
@@ -116,10 +124,14 @@ class WorkbenchApp(App):
     def on_mount(self) -> None:
         if self.low_bandwidth:
             self.theme = "ansi-dark"
-        self.poll_jobs()
-        landing = self.landing_mode()
-        if landing != self.DEFAULT_MODE:
-            self.switch_mode(landing)
+        self.call_after_refresh(self._first_painted)
+
+    def _first_painted(self) -> None:
+        """The first screen is on the terminal: note it, then start reading the events."""
+        self.painted = True
+        timing.mark("first_paint", mode=self.current_mode, read_bytes=self.tracker.backlog()[0])
+        if self.current_mode != WorkbenchApp.DEFAULT_MODE:
+            self._remember_screen(self.current_mode)  # as switching there would have
         self._poll_tick()
 
     def landing_mode(self) -> str:
@@ -137,29 +149,40 @@ class WorkbenchApp(App):
                 last = None
             if last in self.MODES:
                 return last
-        return self.DEFAULT_MODE
+        return WorkbenchApp.DEFAULT_MODE
 
     def switch_mode(self, mode: str):
         """Switch screens and remember the screen in the session, so reopening it lands here."""
         done = super().switch_mode(mode)
+        self._remember_screen(mode)
+        return done
+
+    def _remember_screen(self, mode: str) -> None:
         if self.sid is not None and not self.read_only:
             try:
                 self.store.remember_ui(self.sid, last_screen=mode)
             except (OSError, ValueError) as exc:  # a read-only record must not stop the UI
                 self.log.warning("cannot record the last screen: %s" % exc)
-        return done
 
     def _poll_tick(self) -> None:
-        """Poll, then schedule the next poll: soon while events arrive, backing off while idle."""
+        """Poll, then schedule the next poll: at once while a backlog is read, soon while events arrive, backing off while idle."""
         if self.poll_jobs():
             self._poll_delay = self.poll_s
         else:
             self._poll_delay = min(max(self.poll_s, POLL_IDLE_S), 2 * self._poll_delay)
-        self.set_timer(self._poll_delay, self._poll_tick)
+        if self.tracker.caught_up and not self._marked_caught_up:
+            self._marked_caught_up = True
+            read, _ = self.tracker.backlog()
+            timing.mark("caught_up", events=self.events_ingested, read_bytes=read, mode=self.current_mode)
+        # A slice that hit its cap: the next one at once, but through the event loop, so keys and paints come between.
+        self.set_timer(CATCH_UP_S if self.tracker.behind() else self._poll_delay, self._poll_tick)
 
     def poll_jobs(self) -> bool:
-        """Read what every job wrote since the last poll and fold it into the models (one batch); True if any."""
-        batch = self.tracker.poll()
+        """Read what every job wrote since the last poll (a slice of a backlog) into the models (one batch); True if any."""
+        return self._apply(self.tracker.poll())
+
+    def _apply(self, batch: Batch) -> bool:
+        """Hand one batch to the models: events to the views that follow their kind, then status changes."""
         if not batch:
             return False
         for job, events in batch.events:
@@ -222,7 +245,7 @@ class WorkbenchApp(App):
         self.events_ingested = 0
 
         async def reopen() -> None:
-            self.poll_jobs()
+            self._apply(self.tracker.discover())
             landing = self.landing_mode()
             spare = "session" if self.current_mode != "session" else "environment"
             for mode in [spare] + [m for m in self.MODES if m != spare]:

@@ -170,6 +170,8 @@ class EventReader:
         self.path = path
         self.offset = offset
         self._tail = b""
+        self.size = 0  # the file's size when it was last read or measured (0 before)
+        self.capped = False  # the last read stopped at its max_bytes, not at the end of the file
 
     def read_new(self, max_bytes: int = -1) -> List[Dict[str, Any]]:
         """Return the events completed since the last call (a torn last line waits)."""
@@ -181,8 +183,11 @@ class EventReader:
             with open(self.path, "rb") as fh:
                 fh.seek(self.offset)
                 chunk = fh.read(max_bytes)
+                self.size = os.fstat(fh.fileno()).st_size
         except FileNotFoundError:
+            self.capped = False
             return []
+        self.capped = 0 <= max_bytes == len(chunk)
         if not chunk:
             return []
         self.offset += len(chunk)
@@ -190,6 +195,14 @@ class EventReader:
         lines = data.split(b"\n")
         self._tail = lines.pop()
         return lines
+
+    def measure(self) -> int:
+        """The file's size now (0 when it does not exist yet), without reading it."""
+        try:
+            self.size = os.path.getsize(self.path)
+        except OSError:
+            self.size = 0
+        return self.size
 
     @property
     def pending_bytes(self) -> int:

@@ -13,6 +13,9 @@ from workbench.record import JobRecord, SessionModel
 from workbench.session import JobStatus, SessionStore, job_status
 
 STATUS_EVERY_S = 0.5
+# At most this much of one job's events file is read per poll: a big backlog is read in slices,
+# polled back to back, so the UI paints first and stays live while it catches up.
+SLICE_BYTES = 1 << 20
 
 
 @dataclass
@@ -59,13 +62,15 @@ class Batch:
 class JobTracker:
     """Polls a session folder; one call returns everything new since the last."""
 
-    def __init__(self, store: SessionStore, sid: Optional[str]):
+    def __init__(self, store: SessionStore, sid: Optional[str], slice_bytes: int = SLICE_BYTES):
         self.store = store
         self.sid = sid
+        self.slice_bytes = slice_bytes
         self.jobs: Dict[str, TrackedJob] = {}
         self.model = SessionModel()  # every job's record: each line is folded here, once
         self._known_dirs = 0
         self._scanned_at = 0.0
+        self.caught_up = False  # set the first time every job's reader reached the end of its file
 
     def _scan(self, batch: Batch) -> None:
         if self.sid is None:
@@ -86,8 +91,21 @@ class JobTracker:
             self.jobs[path.name] = job
             batch.new_jobs.append(job)
 
+    def discover(self, now: Optional[float] = None) -> Batch:
+        """Find the session's jobs and their statuses from their files, reading no event (what a first paint needs)."""
+        now = time.monotonic() if now is None else now
+        batch = Batch()
+        self._scan(batch)
+        self._scanned_at = now
+        for job in batch.new_jobs:
+            job.status = job.record.status = job_status(job.dir)
+            job.checked_at = now
+            job.reader.measure()  # so the backlog is known before a byte of it is read
+            batch.changed.append(job)
+        return batch
+
     def poll(self, now: Optional[float] = None) -> Batch:
-        """Read new events of every job and refresh statuses (status at most every 0.5 s)."""
+        """Read new events of every job, at most `slice_bytes` each, and refresh statuses (at most every 0.5 s)."""
         now = time.monotonic() if now is None else now
         batch = Batch()
         if now - self._scanned_at >= STATUS_EVERY_S or not self.jobs:
@@ -96,11 +114,11 @@ class JobTracker:
         for job in self.ordered():
             if job.drained:
                 continue
-            if job.status.done:
-                job.drained = True  # this read comes after the end was seen, so it is the last one needed
-            lines = job.reader.read_lines()
+            end_seen = job.status.done  # read before the events: a read to the end after it is the last one needed
+            lines = job.reader.read_lines(self.slice_bytes)
             events = job.record.ingest_lines(lines) if lines else []  # damaged lines are listed, not passed on
-            if job.drained:
+            if end_seen and not job.reader.capped:
+                job.drained = True
                 job.record.note_torn_tail(job.reader.pending_bytes)
             if events:
                 job.events += len(events)
@@ -114,7 +132,25 @@ class JobTracker:
                 if status.state != job.status.state or status.reason != job.status.reason or job in batch.new_jobs:
                     batch.changed.append(job)
                 job.status = job.record.status = status
+        if not self.caught_up and not self.behind():
+            self.caught_up = True
         return batch
+
+    def behind(self) -> bool:
+        """True while some job's last read stopped at the slice limit: its backlog is still being read."""
+        return any(job.reader.capped for job in self.jobs.values())
+
+    def reading(self) -> Optional[float]:
+        """The share of the backlog read so far while the first catch-up (or a later burst) is under way, else None."""
+        done, known = self.backlog()
+        if self.behind() or (not self.caught_up and done < known):
+            return done / known if known else 0.0
+        return None
+
+    def backlog(self) -> Tuple[int, int]:
+        """(bytes read, bytes known) over every job's events file: how far a catch-up has come."""
+        done = sum(job.reader.offset for job in self.jobs.values())
+        return done, max(done, sum(max(job.reader.size, job.reader.offset) for job in self.jobs.values()))
 
     def ordered(self) -> List[TrackedJob]:
         """Jobs in start order."""

@@ -61,11 +61,12 @@ async def test_reopening_lands_on_the_last_screen_else_the_running_job(tmp_path)
 
 
 async def test_attach_lands_on_the_running_training_with_its_settings(tmp_path):
-    app = _app(tmp_path, "done", running_train=True)
-    config = tmp_path / app.sid / "jobs" / "train-001" / "config.json"
+    sid = _app(tmp_path, "done", running_train=True).sid
+    config = tmp_path / sid / "jobs" / "train-001" / "config.json"
     cfg = json.loads(config.read_text())
     cfg["train"]["epochs"] = 30
     config.write_text(json.dumps(cfg))
+    app = WorkbenchApp(SessionStore(tmp_path), sid, _cfg())  # the app reads the session's jobs when it is made
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.current_mode == "training", what="landing on Training")
         await wait_ingested(pilot, app)

@@ -23,7 +23,7 @@ class JobRow:
     duration_s: Optional[float]
     device: str
     events: int = 0
-    written: int = 0  # lines ever appended (monotonic), so a screen can append only what is new
+    written: int = 0  # lines appended (monotonic; a batch adds at most RECENT_EVENTS), so a screen appends only what is new
     lines: Deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     damaged_seen: int = 0  # damaged lines of the job's record already shown
 
@@ -45,12 +45,23 @@ class SessionView(View):
         return row
 
     def ingest(self, job: Any, events: List[Dict[str, Any]]) -> None:
-        """Keep a readable line per event (steps every 50th) and one per newly damaged line."""
+        """Keep a readable line per event (steps every 50th) and one per newly damaged line.
+
+        Only the lines the row keeps are formatted: a big batch (a backlog read at attach) is walked
+        from its end until RECENT_EVENTS lines are found, which leaves the same lines as formatting all.
+        """
         row = self._row(job)
         rec = self.record_of(job, events)
-        for ev in events:
-            row.events += 1
-            self._line(row, format_event(ev, verbose_steps=50))
+        row.events += len(events)
+        tail: List[str] = []
+        for ev in reversed(events):
+            line = format_event(ev, verbose_steps=50, folded=True)
+            if line:
+                tail.append(line)
+                if len(tail) == RECENT_EVENTS:
+                    break
+        for line in reversed(tail):
+            self._line(row, line)
         for damage in rec.damaged[row.damaged_seen:]:
             self._line(row, "damaged line %s:%s (%s) skipped: %s" % (
                 damage["file"], damage["line"], damage["what"], damage["problem"]))

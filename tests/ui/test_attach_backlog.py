@@ -1,0 +1,101 @@
+"""Attaching to a big session: the screen paints before the backlog is read, then reads it in slices to the one-shot record."""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import List, Optional
+
+from bench.scale_sessions import SID, build_session
+from screens.app import WorkbenchApp
+from screens.widgets.status_bar import StatusBar
+from tests.ui.conftest import settled, until
+from workbench.config import defaults
+from workbench.protocol import EventReader, decode_line
+from workbench.record import JobRecord
+from workbench.session import SessionStore
+from workbench.textlog import format_event
+from workbench.views.session import RECENT_EVENTS
+
+SLICE_BYTES = 64 * 1024
+EVENTS = 20_000  # about 3.8 MB of the recorded training job's lines: some 60 slices
+
+
+class GatedApp(WorkbenchApp):
+    """The real app with a small slice; it notes what it had read when it painted, and after every poll.
+
+    Its polls wait for the test to open the gate, so the catching-up state can be looked at before
+    any event is read (the real app starts reading right after its first paint).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tracker.slice_bytes = SLICE_BYTES
+        self.gate_open = False
+        self.read_at_paint: Optional[int] = None
+        self.read_after_poll: List[int] = []
+
+    def _first_painted(self) -> None:
+        self.read_at_paint = self.tracker.backlog()[0]
+        super()._first_painted()
+
+    def poll_jobs(self) -> bool:
+        if not self.gate_open:
+            return False
+        got = super().poll_jobs()
+        self.read_after_poll.append(self.tracker.backlog()[0])
+        return got
+
+
+def _status(app: WorkbenchApp) -> str:
+    return str(getattr(app.screen.query_one(StatusBar), "_text", ""))
+
+
+def _one_shot(job_dir: Path) -> JobRecord:
+    """The job's record folded from the whole file in one call (what export and accept do)."""
+    record = JobRecord(job_dir.name, "train", 0.0, job_dir)
+    reader = EventReader(str(job_dir / "events.jsonl"))
+    record.ingest_lines(reader.read_lines(), keep=False)
+    record.note_torn_tail(reader.pending_bytes)
+    return record
+
+
+def _facts(record: JobRecord) -> dict:
+    return {"events": record.events, "lines": record.lines, "types": dict(record.type_counts),
+            "steps_seen": record.steps_seen, "main_steps": record.steps.count, "loss": list(record.steps.loss),
+            "epochs": record.epochs, "checks": record.check_facts(), "results": record.results,
+            "finished": record.finished, "perf": record.perf, "artifacts": record.artifacts,
+            "last_t": record.last_t, "damaged": record.damaged, "seq_problems": record.seq_problems}
+
+
+async def test_the_screen_paints_before_a_big_backlog_is_read_then_catches_up_to_the_one_shot_record(tmp_path):
+    events = build_session(tmp_path, "train", EVENTS)
+    size = events.stat().st_size
+    assert size > 40 * SLICE_BYTES
+    app = GatedApp(SessionStore(tmp_path), SID, defaults())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.painted, what="the first paint")
+        assert app.read_at_paint == 0 and app.tracker.jobs["train-001"].reader.offset == 0 < size
+        assert app.tracker.jobs["train-001"].status.state == "ok"  # the job's status came from its files
+        await until(pilot, lambda: "reading events 0 %" in _status(app), what="the status bar to say it is reading")
+        assert not app.tracker.caught_up
+
+        app.gate_open = True
+        await until(pilot, lambda: app.tracker.caught_up, timeout_s=60, what="the backlog to be read")
+        await settled(pilot)
+        await until(pilot, lambda: "reading events" not in _status(app), what="the reading note to go")
+
+    reads = app.read_after_poll
+    assert reads[0] <= SLICE_BYTES  # the first poll read one slice, not the file
+    assert all(0 <= b - a <= SLICE_BYTES for a, b in zip(reads, reads[1:]))
+    assert len(reads) >= size // SLICE_BYTES and reads[-1] == size
+
+    job_dir = events.parent
+    followed = app.tracker.jobs["train-001"].record
+    assert _facts(followed) == _facts(_one_shot(job_dir))
+    assert followed.steps_seen >= EVENTS - 100  # the mix is mostly steps: the comparison covers them
+
+    row = app.views["session"].rows["train-001"]
+    every = [format_event(decode_line(raw), verbose_steps=50) for raw in events.read_bytes().split(b"\n") if raw]
+    assert row.events == EVENTS
+    assert list(row.lines) == list(deque((line for line in every if line), maxlen=RECENT_EVENTS))
