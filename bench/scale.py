@@ -3,9 +3,11 @@
 For sessions of 10 000, 100 000 and 1 000 000 events (bench/scale_sessions.py: the real drill job's
 lines at full rate, and the recorded real training job repeated to size) this measures in one run:
 `ms-workbench export` wall time and peak RSS (the child's own VmHWM, see HWM), `watch --json`
-replay rate, the `sessions` listing time, and the baseline: one pass of json.loads over the same
-file in a fresh interpreter. Writes a JSON result, a Markdown table and two log-log SVG figures.
-Each command is the real CLI in a subprocess (`python -m workbench`, this tree first on PYTHONPATH).
+replay rate, the `sessions` listing time, the TUI's `attach` (bench/attach_probe.py: first paint, time
+until caught up with the last event, CPU seconds and peak RSS, in a 120x36 pseudo-terminal), and the
+baseline: one pass of json.loads over the same file in a fresh interpreter. Writes a JSON result, a
+Markdown table and two log-log SVG figures. Each command is the real CLI in a subprocess
+(`python -m workbench`, this tree first on PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.attach_probe import attach  # noqa: E402
 from bench.scale_sessions import ROOT, SID, build_session, drill_template  # noqa: E402
 
 BASELINE = "import json,sys\nwith open(sys.argv[1],'rb') as fh:\n    for line in fh: json.loads(line)\n"
@@ -37,7 +40,8 @@ HWM = ("import atexit,runpy,sys\nout=sys.argv.pop(1)\n"
        "atexit.register(hwm)\nflag,what=sys.argv.pop(1),sys.argv.pop(1)\n"
        "if flag=='-m':\n    sys.argv[0]=what\n    runpy.run_module(what,run_name='__main__',alter_sys=True)\n"
        "else:\n    sys.argv[0]='-c'\n    exec(compile(what,'<string>','exec'),{'__name__':'__main__'})\n")
-GOALS = {"export_ratio": 3.0, "export_rss_mb": 250.0}
+GOALS = {"export_ratio": 3.0, "export_rss_mb": 250.0, "attach_paint_s": 1.0, "attach_ratio": 3.0,
+         "attach_rss_mb": 300.0}
 
 
 def timed(cmd: List[str], out: Any = subprocess.DEVNULL) -> Tuple[float, float, float, int]:
@@ -65,7 +69,14 @@ def measure(root: Path, events: Path, n: int) -> Dict[str, Any]:
     watch = timed([py, "-m", "workbench", "watch", "%s/%s" % (SID, events.parent.name), "--json",
                    "--sessions", str(root)])
     listing = timed([py, "-m", "workbench", "sessions", "--sessions", str(root)])
-    return {"events": n, "bytes": events.stat().st_size, "baseline_s": base[0], "baseline_cpu_s": base[1],
+    tui = attach(root, SID)
+    return {"attach_paint_s": tui["first_paint_s"], "attach_paint_seen_s": tui["paint_seen_s"],
+            "attach_caught_up_s": tui["caught_up_s"], "attach_cpu_s": tui["caught_up_cpu_s"],
+            "attach_paint_cpu_s": tui["first_paint_cpu_s"], "attach_rss_mb": tui["hwm_mb"],
+            "attach_events": tui["caught_up_events"], "attach_timed_out": tui["timed_out"],
+            "attach_ratio": (tui["caught_up_s"] or float("nan")) / base[0],
+            "attach_cpu_ratio": (tui["caught_up_cpu_s"] or float("nan")) / base[1],
+            "events": n, "bytes": events.stat().st_size, "baseline_s": base[0], "baseline_cpu_s": base[1],
             "baseline_rss_mb": base[2], "export_s": export[0], "export_cpu_s": export[1], "export_rss_mb": export[2],
             "export_rc": export[3], "export_ratio": export[0] / base[0], "export_cpu_ratio": export[1] / base[1],
             "watch_cpu_s": watch[1], "sessions_cpu_s": listing[1], "watch_s": watch[0], "watch_events_per_s": n / watch[0],
@@ -152,11 +163,14 @@ def main() -> int:
         time_series["export CPU (%s)" % mix] = by(mix, "export_cpu_s")
         time_series["json.loads CPU (%s)" % mix] = by(mix, "baseline_cpu_s")
         time_series["sessions (%s)" % mix] = by(mix, "sessions_s")
+        time_series["attach caught up (%s)" % mix] = by(mix, "attach_caught_up_s")
+        time_series["attach first paint (%s)" % mix] = by(mix, "attach_paint_s")
     (out / "scale-time.svg").write_text(loglog_svg("Time vs events (one run)", "seconds", time_series), encoding="utf-8")
     mem_series = {}
     for mix in mixes:
         mem_series["export peak RSS (%s)" % mix] = by(mix, "export_rss_mb")
         mem_series["json.loads RSS (%s)" % mix] = by(mix, "baseline_rss_mb")
+        mem_series["attach UI peak RSS (%s)" % mix] = by(mix, "attach_rss_mb")
     (out / "scale-memory.svg").write_text(loglog_svg("Peak memory vs events (one run)", "MB", mem_series,
                                                      goal=GOALS["export_rss_mb"]), encoding="utf-8")
     print("| mix | events | MB | json.loads wall / CPU s | export wall s (ratio) | export CPU s (ratio) | "
@@ -167,6 +181,15 @@ def main() -> int:
             r["mix"], r["events"], r["bytes"] / 1e6, r["baseline_s"], r["baseline_cpu_s"], r["export_s"],
             r["export_ratio"], r["export_cpu_s"], r["export_cpu_ratio"], r["export_rss_mb"], r["watch_events_per_s"],
             r["watch_cpu_s"], r["sessions_s"], r["sessions_cpu_s"], r["load"]))
+    print()
+    print("| mix | events | json.loads wall / CPU s | attach first paint s (seen) | caught up s (ratio) | "
+          "attach CPU s (ratio) | UI peak RSS MB | load |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %d | %.2f / %.2f | %.2f (%.2f) | %.2f (%.2f×) | %.2f (%.2f×) | %.0f | %.1f |" % (
+            r["mix"], r["events"], r["baseline_s"], r["baseline_cpu_s"], r["attach_paint_s"] or -1,
+            r["attach_paint_seen_s"] or -1, r["attach_caught_up_s"] or -1, r["attach_ratio"], r["attach_cpu_s"] or -1,
+            r["attach_cpu_ratio"], r["attach_rss_mb"] or -1, r["load"]))
     return 0
 
 

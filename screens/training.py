@@ -254,7 +254,8 @@ class TrainingScreen(WorkbenchScreen):
         if view.jid and view.jid != self.form_from and view.cfg:
             self.fill_form(view.jid, view.cfg)
         eta = view.eta_s()
-        if self._changed("runline", (view.jid, view.status, view.state, id(view.progress), int(eta or 0))):
+        if self._changed("runline", (view.jid, id(view.started), view.status, view.state, id(view.progress),
+                                     int(eta or 0))):  # started: the screen may draw before it is read
             self.query_one("#runline", Static).update(self._runline(view, eta), layout=False)  # fixed size: no reflow
         if self._changed("testline", (view.jid, len(view.tests))):
             self.query_one("#testline", Static).update(test_line(view), layout=False)

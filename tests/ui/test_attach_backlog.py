@@ -1,15 +1,20 @@
-"""Attaching to a big session: the screen paints before the backlog is read, then reads it in slices to the one-shot record."""
+"""Attaching to a big session: the screen paints before the backlog is read, then reads it in slices to the one-shot record;
+a screen drawn before its events were read ends up drawn as one built after."""
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from pathlib import Path
 from typing import List, Optional
 
+import pytest
+
 from bench.scale_sessions import SID, build_session
 from screens.app import WorkbenchApp
 from screens.widgets.status_bar import StatusBar
-from tests.ui.conftest import settled, until
+from tests.ui.conftest import drew_its_model, settled, until
+from tests.ui.test_screen_states import KEYS, SCREENS, _cfg, _FrozenClock, _session
 from workbench.config import defaults
 from workbench.protocol import EventReader, decode_line
 from workbench.record import JobRecord
@@ -99,3 +104,32 @@ async def test_the_screen_paints_before_a_big_backlog_is_read_then_catches_up_to
     every = [format_event(decode_line(raw), verbose_steps=50) for raw in events.read_bytes().split(b"\n") if raw]
     assert row.events == EVENTS
     assert list(row.lines) == list(deque((line for line in every if line), maxlen=RECENT_EVENTS))
+
+
+def _screen_text(app: WorkbenchApp) -> str:
+    """The visible screen as an SVG without its run-unique ids (two apps drawing the same thing give the same text)."""
+    return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())
+
+
+@pytest.mark.parametrize("state", ["done", "failed"])
+@pytest.mark.parametrize("screen", SCREENS)
+async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_after(tmp_path, monkeypatch, screen, state):
+    monkeypatch.setattr("workbench.session.time", _FrozenClock)
+    sid = _session(tmp_path, state)
+    store = SessionStore(tmp_path)
+    after = WorkbenchApp(store, sid, _cfg())  # lands on the default screen, reads everything, then shows `screen`
+    async with after.run_test(size=(120, 36)) as pilot:
+        await settled(pilot)
+        await pilot.press(KEYS[screen])
+        await until(pilot, lambda: after.current_mode == screen, what="the %s screen" % screen)
+        await settled(pilot)
+        expected = _screen_text(after)
+    store.remember_ui(sid, last_screen=screen)
+    before = GatedApp(store, sid, _cfg())  # lands on `screen` and draws it before reading a line
+    async with before.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: before.painted and drew_its_model(before.screen), what="a first drawing")
+        assert before.current_mode == screen and before.events_ingested == 0
+        before.gate_open = True
+        await settled(pilot)
+        await until(pilot, lambda: "reading events" not in _status(before), what="the reading note to go")
+        assert _screen_text(before) == expected
