@@ -47,6 +47,7 @@ class TrainingScreen(WorkbenchScreen):
     view_name = "training"
     title_text = "Training"
     CSS_PATH = "training.tcss"
+    DEFAULT_CLASSES = "pane-curves"  # from the start, not set in on_mount: that restyled the whole screen once more
     # Each action has a letter (fields unfocused) and a ctrl key that a text field never takes.
     BINDINGS = [Binding("s,ctrl+s", "start", "Start"), Binding("x,ctrl+o", "stop", "Stop"),
                 Binding("t,ctrl+t", "test", "Test set"), Binding("p", "profile", "Profile"),
@@ -99,7 +100,6 @@ class TrainingScreen(WorkbenchScreen):
         self.matrix_best = False  # the screen shows the last epoch's matrix; b shows the best one's
         self.form_from: Optional[str] = None  # the run whose settings the form was filled with
         self.form_base: Dict[str, Any] = {}
-        self.set_class(True, "pane-curves")
 
     # ----- layout ------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.recordimport import RecordRefused, import_record
 from workbench.session import SessionStore, sessions_root
 
 USAGE_ERROR = 2
@@ -15,6 +14,8 @@ USAGE_ERROR = 2
 
 def cmd_import(args) -> int:
     """Verify a record against its manifest and add it as a read-only session; exit 1 when refused."""
+    from workbench.recordimport import RecordRefused, import_record  # here: every other command starts without it
+
     root = sessions_root(args.sessions)
     try:
         done = import_record(root, Path(args.record))
