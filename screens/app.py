@@ -165,7 +165,7 @@ class WorkbenchApp(App):
                 self.log.warning("cannot record the last screen: %s" % exc)
 
     def _poll_tick(self) -> None:
-        """Poll, then schedule the next poll: at once while a backlog is read, soon while events arrive, backing off while idle."""
+        """Poll, then schedule the next: at once while a backlog is read, soon while events arrive, later while idle."""
         if self.poll_jobs():
             self._poll_delay = self.poll_s
         else:
@@ -178,7 +178,7 @@ class WorkbenchApp(App):
         self.set_timer(CATCH_UP_S if self.tracker.behind() else self._poll_delay, self._poll_tick)
 
     def poll_jobs(self) -> bool:
-        """Read what every job wrote since the last poll (a slice of a backlog) into the models (one batch); True if any."""
+        """Read what every job wrote since the last poll (a slice of a backlog) into the models; True if any."""
         return self._apply(self.tracker.poll())
 
     def _apply(self, batch: Batch) -> bool:

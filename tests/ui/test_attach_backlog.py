@@ -1,5 +1,5 @@
-"""Attaching to a big session: the screen paints before the backlog is read, then reads it in slices to the one-shot record;
-a screen drawn before its events were read ends up drawn as one built after."""
+"""Attaching to a big session: the screen paints before the backlog is read, then reads it in slices to the
+one-shot record; a screen drawn before its events were read ends up drawn as one built after."""
 
 from __future__ import annotations
 
@@ -113,7 +113,8 @@ def _screen_text(app: WorkbenchApp) -> str:
 
 @pytest.mark.parametrize("state", ["done", "failed"])
 @pytest.mark.parametrize("screen", SCREENS)
-async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_after(tmp_path, monkeypatch, screen, state):
+async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_after(tmp_path, monkeypatch, screen,
+                                                                                   state):
     monkeypatch.setattr("workbench.session.time", _FrozenClock)
     sid = _session(tmp_path, state)
     store = SessionStore(tmp_path)

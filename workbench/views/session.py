@@ -23,7 +23,7 @@ class JobRow:
     duration_s: Optional[float]
     device: str
     events: int = 0
-    written: int = 0  # lines appended (monotonic; a batch adds at most RECENT_EVENTS), so a screen appends only what is new
+    written: int = 0  # lines appended (monotonic; at most RECENT_EVENTS a batch): a screen appends only the new
     lines: Deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     damaged_seen: int = 0  # damaged lines of the job's record already shown
 
@@ -53,9 +53,10 @@ class SessionView(View):
         row = self._row(job)
         rec = self.record_of(job, events)
         row.events += len(events)
+        folded = getattr(job, "record", None) is not None  # the tracker's fold passes on no damaged line
         tail: List[str] = []
         for ev in reversed(events):
-            line = format_event(ev, verbose_steps=50, folded=True)
+            line = format_event(ev, verbose_steps=50, folded=folded)
             if line:
                 tail.append(line)
                 if len(tail) == RECENT_EVENTS:
