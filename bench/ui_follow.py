@@ -94,6 +94,20 @@ class Freezer:
             self.group.rmdir()
 
 
+def start_steady_training(store: SessionStore) -> tuple:
+    """Start a long real training job (MLP, CPU) in a new session; return (sid, job dir) once it steps steadily."""
+    sid = store.create()
+    cfg = defaults()
+    cfg["train"].update(epochs=1000)  # the caller cancels it
+    cfg["device"]["target"] = "CPU"
+    job = JobRunner(store).start(sid, "train", cfg)
+    events = job / "events.jsonl"
+    deadline = time.time() + 180
+    while time.time() < deadline and not (events.exists() and '"phase":"steady"' in events.read_text()):
+        time.sleep(0.2)  # a bench polling a real job, not a test
+    return sid, job
+
+
 def _tmux(*args: str, check: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(["tmux", "-L", SERVER] + list(args), capture_output=True, text=True, check=check)
 
@@ -170,15 +184,8 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
     with tempfile.TemporaryDirectory() as tmp:
         sessions = Path(tmp) / "live"
         store = SessionStore(sessions)
-        sid = store.create()
-        cfg = defaults()
-        cfg["train"].update(epochs=1000)  # stopped after the last window
-        cfg["device"]["target"] = "CPU"
-        job = JobRunner(store).start(sid, "train", cfg)
+        sid, job = start_steady_training(store)
         events = job / "events.jsonl"
-        deadline = time.time() + 180
-        while time.time() < deadline and not (events.exists() and '"phase":"steady"' in events.read_text()):
-            time.sleep(0.2)
         _tmux("kill-server")
         arms: List[Dict] = []
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.ui_follow import start_steady_training  # noqa: E402
 from screens.app import WorkbenchApp  # noqa: E402
 from workbench.config import defaults  # noqa: E402
 from workbench.runner import JobRunner  # noqa: E402
@@ -70,15 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = SessionStore(Path(tmp))
-        sid = store.create()
-        cfg = defaults()
-        cfg["train"].update(epochs=1000)
-        cfg["device"]["target"] = "CPU"
-        job = JobRunner(store).start(sid, "train", cfg)
-        events = job / "events.jsonl"
-        deadline = time.time() + 180
-        while time.time() < deadline and not (events.exists() and '"phase":"steady"' in events.read_text()):
-            time.sleep(0.2)
+        sid, job = start_steady_training(store)
         try:
             asyncio.run(follow(store, sid, args.seconds, args.top))
         finally:

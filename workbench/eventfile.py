@@ -41,6 +41,19 @@ def complete_lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[bytes
     tail.append(rest)
 
 
+def line_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Blocks of whole lines (each ending at a newline, the last maybe not) from a stream of chunks."""
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            yield data[:cut]
+    if rest:
+        yield rest
+
+
 SCAN_OBJECT = json.JSONDecoder().scan_once  # what json.loads runs on a line, without its checks around it
 
 

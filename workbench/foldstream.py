@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
-from workbench.eventfile import SCAN_OBJECT, decode_line, decode_text
+from workbench.eventfile import SCAN_OBJECT, decode_line, decode_text, line_blocks
 from workbench.record import JobRecord
 
 BLANK = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: a line of only these is skipped, as ingest_lines does
@@ -32,12 +32,11 @@ def fold_stream(rec: JobRecord, chunks: Iterable[bytes], tail: List[bytes],
     objects_only=True calls `transform` only for events with an object among their top-level values.
     """
     rest = b""
-    for chunk in chunks:
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1
-        rest = data[cut:]
-        if cut:
-            _fold_block(rec, data[:cut], transform, objects_only)
+    for block in line_blocks(chunks):
+        if block.endswith(b"\n"):
+            _fold_block(rec, block, transform, objects_only)
+        else:
+            rest = block  # only the last block can lack its newline
     tail.append(rest)
     rec.version += 1
 

@@ -29,12 +29,18 @@ def _append_steps(path, start, n):
                              "loss": 1.0 / (i + 1), "step_ms": 2.0, "batch_size": 64}))
 
 
-async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
+def _running_train(tmp_path):
+    """A session whose train-001 is running and has written only its `started` line: (sid, events file)."""
     started = {"v": 1, "seq": 0, "t": 0.0, "type": "started", "kind": "train", "pid": 1, "python": "p",
                "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
     sid = make_recorded_session(tmp_path, [("train-001", "train", [started], None)])
     events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
     mark_running(events.parent)
+    return sid, events
+
+
+async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
+    sid, events = _running_train(tmp_path)
     app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")
@@ -72,11 +78,7 @@ async def test_keys_are_handled_during_a_10000_event_burst(tmp_path):
 
 
 async def test_following_steps_never_lays_out_the_training_screen_again(tmp_path):
-    started = {"v": 1, "seq": 0, "t": 0.0, "type": "started", "kind": "train", "pid": 1, "python": "p",
-               "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
-    sid = make_recorded_session(tmp_path, [("train-001", "train", [started], None)])
-    events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
-    mark_running(events.parent)
+    sid, events = _running_train(tmp_path)
     app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")

@@ -7,9 +7,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from workbench.atomic import write_bytes, write_json, write_text
+from workbench.eventfile import line_blocks
 from workbench.report import appendix, markdown, metrics_csv, reproduce, reproduce_md, svg
 from workbench.report.collect import FORMAT, collect
 from workbench.report.manifest import (IN_MEMORY_LIMIT_BYTES, MANIFEST_NAME, Entry, SessionFiles, write_archive,
@@ -23,19 +24,6 @@ SESSION_MANIFEST = "session.sha256"  # the session's files as packed, relative t
 
 # Draws the session's screens into the given folder; returns {"files": [names in it], "error": str or None}.
 Screenshooter = Callable[[Path], Dict[str, Any]]
-
-
-def line_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Blocks of whole lines (each ending at a newline, the last maybe not) from a stream of chunks."""
-    rest = b""
-    for chunk in chunks:
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1
-        rest = data[cut:]
-        if cut:
-            yield data[:cut]
-    if rest:
-        yield rest
 
 
 def _large_text(entry: Entry) -> bool:
