@@ -411,10 +411,14 @@ class SeqCheck:
         rank = event.get("rank")
         if type(rank) is not int:
             rank = None
-        want = self.expected.get(rank, 0)
         seq = event.get("seq")
         if type(seq) is not int:
-            return "seq %r, expected %d" % (seq, want)
+            return "seq %r, expected %d" % (seq, self.expected.get(rank, 0))
+        return self.see_seq(rank, seq)
+
+    def see_seq(self, rank: Optional[int], seq: int) -> Optional[str]:
+        """see() for a seq and rank already known to be ints (rank None: a single-process job)."""
+        want = self.expected.get(rank, 0)
         self.expected[rank] = seq + 1
         if seq == want:
             return None

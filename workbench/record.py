@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Iterable, List, Optional
+from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from workbench.atomic import read_json
 from workbench.protocol import (Evidence, KNOWN_TYPES, SeqCheck, decode_line, is_main, step_values, steps_line_ok,
@@ -39,30 +39,43 @@ def load_config(job_dir: Any) -> Dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
+def steps_span(ev: Dict[str, Any]) -> Tuple[int, int]:
+    """A batched `steps` line's (first step number, number of steps): the longer of its loss and step_ms lists."""
+    first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
+    lists = [ev.get(k) for k in ("loss", "step_ms")]
+    return first, max([len(x) for x in lists if isinstance(x, list)] or [0])
+
+
+def step_rows(ev: Dict[str, Any]) -> Iterator[Tuple[int, int, Any, Any, Any, Any]]:
+    """A batched `steps` line's steps as (index, step, loss, step_ms, batch_size, phase), without a dict per step."""
+    losses = ev.get("loss") if isinstance(ev.get("loss"), list) else []
+    times = ev.get("step_ms") if isinstance(ev.get("step_ms"), list) else []
+    sizes, phases = ev.get("batch_size"), ev.get("phase")
+    size_list, phase_list = isinstance(sizes, list), isinstance(phases, list)
+    first, n = steps_span(ev)
+    for i in range(n):
+        yield (i, first + i, losses[i] if i < len(losses) else None, times[i] if i < len(times) else None,
+               (sizes[i] if i < len(sizes) else None) if size_list else sizes,
+               (phases[i] if i < len(phases) else None) if phase_list else phases)
+
+
+def _as_step(ev: Dict[str, Any], i: int, number_: int, loss: Any, ms: Any, size: Any, phase: Any) -> Dict[str, Any]:
+    """Step `i` of a batched line (one of step_rows) as the `step` event it stands for."""
+    step = {"type": "step", "epoch": ev.get("epoch"), "step": number_, "loss": loss, "step_ms": ms, "batch_size": size}
+    if phase is not None:
+        step["phase"] = phase
+    if type(ev.get("global_step")) is int:
+        step["global_step"] = ev["global_step"] + i
+    if "rank" in ev:
+        step["rank"] = ev["rank"]
+    return step
+
+
 def expand_steps(ev: Dict[str, Any]) -> List[Dict[str, Any]]:
     """A batched `steps` line as the `step` events it stands for (a `step` line as itself)."""
     if ev.get("type") != "steps":
         return [ev]
-    losses = ev.get("loss") if isinstance(ev.get("loss"), list) else []
-    times = ev.get("step_ms") if isinstance(ev.get("step_ms"), list) else []
-    sizes, phases = ev.get("batch_size"), ev.get("phase")
-    first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
-    out = []
-    for i in range(max(len(losses), len(times))):
-        step = {"type": "step", "epoch": ev.get("epoch"), "step": first + i,
-                "loss": losses[i] if i < len(losses) else None, "step_ms": times[i] if i < len(times) else None,
-                "batch_size": sizes[i] if isinstance(sizes, list) and i < len(sizes) else
-                (None if isinstance(sizes, list) else sizes)}
-        phase = phases[i] if isinstance(phases, list) and i < len(phases) else (
-            None if isinstance(phases, list) else phases)
-        if phase is not None:
-            step["phase"] = phase
-        if type(ev.get("global_step")) is int:
-            step["global_step"] = ev["global_step"] + i
-        if "rank" in ev:
-            step["rank"] = ev["rank"]
-        out.append(step)
-    return out
+    return [_as_step(ev, *row) for row in step_rows(ev)]
 
 
 def _damage_kind(text: str) -> str:
@@ -175,11 +188,9 @@ class JobRecord:
         values = step_values(ev) if kind == "step" and self.fast and "raw" not in ev else None
         if values is not None:  # the commonest line, checked in one pass: the generic path's outcome, sooner
             seq, t, rank, epoch, number_, loss, ms, size, phase = values
-            expected = self.seq.expected
-            if expected.get(rank, 0) == seq:  # SeqCheck.see, for the seq it expects
-                expected[rank] = seq + 1
-            else:
-                self._seq_problem("line %d: %s" % (line, self.seq.see(ev)))
+            jump = self.seq.see_seq(rank, seq)
+            if jump is not None:
+                self._seq_problem("line %d: %s" % (line, jump))
             self.events += 1
             if t is not None:
                 self.last_t = t
@@ -246,27 +257,12 @@ class JobRecord:
         if ev.get("type") != "steps":
             self._one_step(ev)
             return
-        # a batched line, step by step without a dict per step (expand_steps says what each step is)
-        losses = ev.get("loss") if isinstance(ev.get("loss"), list) else []
-        times = ev.get("step_ms") if isinstance(ev.get("step_ms"), list) else []
-        sizes, phases, epoch, rank = ev.get("batch_size"), ev.get("phase"), ev.get("epoch"), ev.get("rank")
-        first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
-        n = max(len(losses), len(times))
-        if n == 0:
-            return
-        n_loss, n_time = len(losses), len(times)
-        size_list, phase_list = isinstance(sizes, list), isinstance(phases, list)
-        values = self._step_values
-        for i in range(n):
-            values(rank, epoch, first + i, losses[i] if i < n_loss else None, times[i] if i < n_time else None,
-                   (sizes[i] if i < len(sizes) else None) if size_list else sizes,
-                   (phases[i] if i < len(phases) else None) if phase_list else phases)
-        if is_main(ev):
-            self.steps.last = expand_steps(dict(ev, loss=losses[n - 1:n], step_ms=times[n - 1:n],
-                                                first_step=first + n - 1, batch_size=sizes[n - 1:n] if size_list else sizes,
-                                                phase=phases[n - 1:n] if phase_list else phases,
-                                                **({"global_step": ev["global_step"] + n - 1}
-                                                   if type(ev.get("global_step")) is int else {})))[0]
+        # a batched line, step by step without a dict per step; the last one becomes the latest step
+        epoch, rank, values, row = ev.get("epoch"), ev.get("rank"), self._step_values, None
+        for row in step_rows(ev):
+            values(rank, epoch, *row[1:])
+        if row is not None and is_main(ev):
+            self.steps.last = _as_step(ev, *row)
 
     def _one_step(self, step: Dict[str, Any]) -> None:
         g = step.get

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from workbench.protocol import Evidence, type_problem
-from workbench.record import expand_steps
+from workbench.record import expand_steps, steps_span
 
 
 def _num(value: Any, fmt: str = "%.4g") -> str:
@@ -21,9 +21,7 @@ def _has_verbose_step(ev: Dict[str, Any], every: int) -> bool:
     """True when a step line holds a step numbered a multiple of `every` (step 0 included), as expand_steps numbers them."""
     if ev.get("type") == "step":
         return True  # one step: the caller checks its number
-    first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
-    lists = [ev.get(k) for k in ("loss", "step_ms")]
-    count = max([len(x) for x in lists if isinstance(x, list)] or [0])
+    first, count = steps_span(ev)
     return count > 0 and (first <= 0 < first + count or (first + count - 1) // every > (first - 1) // every)
 
 

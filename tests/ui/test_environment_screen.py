@@ -155,18 +155,12 @@ async def test_p_runs_only_the_probes_and_r_runs_everything_again(tmp_path, monk
 
 
 async def test_chip_table_shows_each_die_and_the_mcu_of_a_two_die_card(tmp_path, monkeypatch):
-    import functools
     import json
 
-    from tests.fixtures.ascend_fakes import fixture_path, install_fake_npu_smi
-    from workbench.ascend import chipstatus, npusmi
+    from tests.fixtures.ascend_fakes import two_die_card_status
+    from workbench.ascend import chipstatus
 
-    smi = install_fake_npu_smi(tmp_path / "bin", {
-        "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
-        "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
-        "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt")})
-    run = functools.partial(npusmi.run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
-    card = chipstatus.read_card_status(run, 0)
+    card = two_die_card_status(tmp_path)
     lines = []
     for line in (FIXTURES / RECORDED["910a-warning"][0]).read_text().splitlines():
         ev = json.loads(line)

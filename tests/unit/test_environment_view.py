@@ -56,17 +56,10 @@ def test_a_new_full_run_starts_from_nothing_and_a_refused_job_is_noticed():
 
 
 def test_chip_rows_come_from_the_cards_of_a_two_die_card(tmp_path):
-    import functools
+    from tests.fixtures.ascend_fakes import two_die_card_status
+    from workbench.ascend import chipstatus
 
-    from tests.fixtures.ascend_fakes import fixture_path, install_fake_npu_smi
-    from workbench.ascend import chipstatus, npusmi
-
-    smi = install_fake_npu_smi(tmp_path / "bin", {
-        "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
-        "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
-        "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt")})
-    run = functools.partial(npusmi.run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
-    card = chipstatus.read_card_status(run, 0)
+    card = two_die_card_status(tmp_path)
     events = recorded("env_910a_warning.jsonl")
     for ev in events:
         if ev["type"] == "result":
