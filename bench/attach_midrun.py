@@ -24,18 +24,39 @@ from typing import Any, Dict, List
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.attach_probe import ROOT, attach  # noqa: E402
-from workbench.runner import JobRunner  # noqa: E402
-from workbench.session import SessionStore, job_status  # noqa: E402
+from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.session.store import SessionStore, job_status  # noqa: E402
 
 GOAL_CPU_S = 1.0
 
 
 def start_training(sessions: Path, epochs: int) -> Path:
     """Start the real training job detached; return its folder."""
-    cmd = [sys.executable, "-m", "workbench", "run", "train", "--detach", "--sessions", str(sessions),
-           "--set", "model.name=mlp", "--set", "train.epochs=%d" % epochs, "--set", "device.target=CPU"]
-    done = subprocess.run(cmd, cwd=str(ROOT), env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "run",
+        "train",
+        "--detach",
+        "--sessions",
+        str(sessions),
+        "--set",
+        "model.name=mlp",
+        "--set",
+        "train.epochs=%d" % epochs,
+        "--set",
+        "device.target=CPU",
+    ]
+    done = subprocess.run(
+        cmd,
+        cwd=str(ROOT),
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        check=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return Path(done.stdout.strip().splitlines()[-1])
 
 
@@ -68,21 +89,40 @@ def main() -> int:
                     size = events.stat().st_size if arm != "control (empty session)" else 0
                     row = attach(sessions, target, timeout_s=120)
                     running = job_status(job).state == "running"
-                    row.update(arm=arm, round=i + 1, events_bytes=size, job_running=running, cpu_s=cost(row),
-                               load=os.getloadavg()[0])
+                    row.update(
+                        arm=arm,
+                        round=i + 1,
+                        events_bytes=size,
+                        job_running=running,
+                        cpu_s=cost(row),
+                        load=os.getloadavg()[0],
+                    )
                     rows.append(row)
                     print(json.dumps(row), flush=True)
         finally:
             JobRunner.cancel(job)
             JobRunner.wait(job, 60)
     print()
-    print("| arm | round | events file MB | first paint s | caught up s | CPU s (exec → painted and caught up) "
-          "| peak RSS MB | job running | load |")
+    print(
+        "| arm | round | events file MB | first paint s | caught up s | CPU s (exec → painted and caught up) "
+        "| peak RSS MB | job running | load |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.0f | %s | %.1f |" % (
-            r["arm"], r["round"], r["events_bytes"] / 1e6, r["first_paint_s"] or -1, r["caught_up_s"] or -1,
-            r["cpu_s"], r["hwm_mb"] or -1, "yes" if r["job_running"] else "no", r["load"]))
+        print(
+            "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.0f | %s | %.1f |"
+            % (
+                r["arm"],
+                r["round"],
+                r["events_bytes"] / 1e6,
+                r["first_paint_s"] or -1,
+                r["caught_up_s"] or -1,
+                r["cpu_s"],
+                r["hwm_mb"] or -1,
+                "yes" if r["job_running"] else "no",
+                r["load"],
+            )
+        )
     for arm in ("control (empty session)", "attach mid-run"):
         cpu = [r["cpu_s"] for r in rows if r["arm"] == arm]
         print("%s: CPU median %.2f s (%.2f–%.2f)" % (arm, statistics.median(cpu), min(cpu), max(cpu)))

@@ -3,7 +3,7 @@
 Used by bench/scale.py (attach to a big session) and bench/attach_midrun.py (attach to a running
 training job). The app appends `first_paint` (after its first screen refresh) and `caught_up` (the
 first time every job's reader reached the end of its file), each with the seconds since the
-process started, its CPU seconds and VmRSS/VmHWM (workbench/timing.py). From the outside this
+process started, its CPU seconds and VmRSS/VmHWM (workbench/system/timing.py). From the outside this
 also notes when the status bar's bytes first reached the terminal, as a check on the inner mark.
 """
 
@@ -36,8 +36,12 @@ def compile_tree() -> None:
     """Byte-compile this tree once, as an installed package is: a run that compiles every module from source
     (PYTHONDONTWRITEBYTECODE is set in some shells) would time the compiler, not the workbench."""
     if not _COMPILED:
-        subprocess.run([sys.executable, "-m", "compileall", "-q", "workbench", "screens", "jobs"], cwd=str(ROOT),
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "workbench", "screens", "jobs"],
+            cwd=str(ROOT),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         _COMPILED.append(True)
 
 
@@ -55,8 +59,14 @@ def _marks(path: Path) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-def attach(sessions: Path, sid: str, timeout_s: float = 900.0, key: Optional[bytes] = None,
-           key_after_s: float = 0.3, key_shows: bytes = b"") -> Dict[str, Any]:
+def attach(
+    sessions: Path,
+    sid: str,
+    timeout_s: float = 900.0,
+    key: Optional[bytes] = None,
+    key_after_s: float = 0.3,
+    key_shows: bytes = b"",
+) -> Dict[str, Any]:
     """Run `python -m workbench attach SID` until it has painted and caught up; return its marks, then kill it.
 
     With `key`, that key is typed `key_after_s` after the first paint was seen and the time until
@@ -67,15 +77,30 @@ def attach(sessions: Path, sid: str, timeout_s: float = 900.0, key: Optional[byt
     kept = info.read_bytes()  # a key that switches screens records the screen there: put it back after
     with tempfile.TemporaryDirectory(prefix="ms-workbench-attach-") as tmp:
         timing = Path(tmp) / "timing.jsonl"
-        env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(LINES),
-                   PYTHONPATH=str(ROOT), MS_WORKBENCH_TIMING=str(timing), TEXTUAL_ANIMATIONS="none")
+        env = dict(
+            os.environ,
+            TERM="xterm-256color",
+            COLUMNS=str(COLUMNS),
+            LINES=str(LINES),
+            PYTHONPATH=str(ROOT),
+            MS_WORKBENCH_TIMING=str(timing),
+            TEXTUAL_ANIMATIONS="none",
+        )
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
         os.set_blocking(master, False)
         argv = [sys.executable, "-m", "workbench", "attach", sid, "--sessions", str(sessions)]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=str(ROOT), stdin=slave, stdout=slave, stderr=slave, env=env,
-                                close_fds=True, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(ROOT),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+        )
         os.close(slave)
         seen: Dict[str, float] = {}
         buf = b""
@@ -90,7 +115,7 @@ def attach(sessions: Path, sid: str, timeout_s: float = 900.0, key: Optional[byt
                     except OSError:
                         break
                     now = time.perf_counter() - t0
-                    buf = (buf + chunk)[-(1 << 16):]
+                    buf = (buf + chunk)[-(1 << 16) :]
                     if "paint_seen" not in seen and MARK in buf:
                         seen["paint_seen"] = now
                     if key_sent_at is not None and "key_shown" not in seen and key_shows in buf:
@@ -117,17 +142,32 @@ def attach(sessions: Path, sid: str, timeout_s: float = 900.0, key: Optional[byt
             info.write_bytes(kept)
         marks = _marks(timing)
     paint, caught = marks.get("first_paint", {}), marks.get("caught_up", {})
-    return {"first_paint_s": paint.get("since_start_s"), "first_paint_cpu_s": paint.get("cpu_s"),
-            "first_paint_read_bytes": paint.get("read_bytes"), "paint_seen_s": seen.get("paint_seen"),
-            "caught_up_s": caught.get("since_start_s"), "caught_up_cpu_s": caught.get("cpu_s"),
-            "caught_up_events": caught.get("events"), "caught_up_read_bytes": caught.get("read_bytes"),
-            "rss_mb": caught.get("rss_mb"), "hwm_mb": caught.get("hwm_mb"),
-            "key_ms": seen.get("key_ms"), "key_before_caught_up": seen.get("key_before_caught_up"),
-            "timed_out": not (paint and caught)}
+    return {
+        "first_paint_s": paint.get("since_start_s"),
+        "first_paint_cpu_s": paint.get("cpu_s"),
+        "first_paint_read_bytes": paint.get("read_bytes"),
+        "paint_seen_s": seen.get("paint_seen"),
+        "caught_up_s": caught.get("since_start_s"),
+        "caught_up_cpu_s": caught.get("cpu_s"),
+        "caught_up_events": caught.get("events"),
+        "caught_up_read_bytes": caught.get("read_bytes"),
+        "rss_mb": caught.get("rss_mb"),
+        "hwm_mb": caught.get("hwm_mb"),
+        "key_ms": seen.get("key_ms"),
+        "key_before_caught_up": seen.get("key_before_caught_up"),
+        "timed_out": not (paint and caught),
+    }
 
 
 def summary(row: Dict[str, Any]) -> List[str]:
     """Short human lines for one attach result."""
-    return ["first paint %.2f s (seen on the terminal at %.2f s), caught up %.2f s, CPU %.2f s, peak RSS %.0f MB" % (
-        row["first_paint_s"] or -1, row["paint_seen_s"] or -1, row["caught_up_s"] or -1,
-        row["caught_up_cpu_s"] or -1, row["hwm_mb"] or -1)]
+    return [
+        "first paint %.2f s (seen on the terminal at %.2f s), caught up %.2f s, CPU %.2f s, peak RSS %.0f MB"
+        % (
+            row["first_paint_s"] or -1,
+            row["paint_seen_s"] or -1,
+            row["caught_up_s"] or -1,
+            row["caught_up_cpu_s"] or -1,
+            row["hwm_mb"] or -1,
+        )
+    ]

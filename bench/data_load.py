@@ -16,8 +16,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.data import load_fashion_mnist, locate, stratified_split  # noqa: E402
+from workbench.data.loader import load_fashion_mnist  # noqa: E402
+from workbench.data.locate import locate
 from workbench.data.official import OFFICIAL_FILES, find_file  # noqa: E402
+from workbench.data.split import stratified_split
 
 GOAL_S = 1.5
 

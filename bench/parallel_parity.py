@@ -39,13 +39,27 @@ from typing import Any, Dict, List, Optional
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.atomic import write_json  # noqa: E402
-from workbench.protocol import read_all  # noqa: E402
+from workbench.events.protocol import read_all  # noqa: E402
+from workbench.system.atomic import write_json  # noqa: E402
 
 METRICS = ("accuracy", "macro_f1")
 # Two-sided 95 % Student t quantiles by degrees of freedom (scipy is not needed for these).
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+}
 EARLY_STEPS = 20  # step-loss agreement is also reported over the first steps, before rounding grows
 
 
@@ -71,12 +85,15 @@ def run_job(sessions: Path, sets: List[str], python: str, timeout_s: float) -> P
     # Device locks of the bench's own: on a shared machine another workbench's CPU job would refuse
     # ours. What this bench compares is accuracy, not time, so sharing the CPU does not bias it.
     env = dict(os.environ, PYTHONPATH=str(ROOT), MS_WORKBENCH_LOCK_DIR=str(sessions / ".locks"))
-    proc = subprocess.run(argv, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=timeout_s)
+    proc = subprocess.run(
+        argv, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+    )
     found = re.search(r"job \S+ in session \S+: (\S+)", proc.stderr)
     if proc.returncode != 0 or not found:
-        raise SystemExit("train job failed (exit %d): %s\n%s" % (proc.returncode, " ".join(argv),
-                                                                 (proc.stderr + proc.stdout)[-3000:]))
+        raise SystemExit(
+            "train job failed (exit %d): %s\n%s"
+            % (proc.returncode, " ".join(argv), (proc.stderr + proc.stdout)[-3000:])
+        )
     return Path(found.group(1))
 
 
@@ -86,8 +103,12 @@ def read_run(job: Path) -> Dict[str, Any]:
     epochs = {}
     for ev in events:
         if ev.get("type") == "epoch" and ev.get("rank") in (None, 0):
-            epochs[int(ev["epoch"])] = {"accuracy": ev["val"]["accuracy"], "macro_f1": ev["val"]["macro_f1"],
-                                        "train_loss": ev.get("train_loss"), "steps": ev.get("steps")}
+            epochs[int(ev["epoch"])] = {
+                "accuracy": ev["val"]["accuracy"],
+                "macro_f1": ev["val"]["macro_f1"],
+                "train_loss": ev.get("train_loss"),
+                "steps": ev.get("steps"),
+            }
     losses: Dict[int, Dict[int, float]] = {}
     sizes: Dict[int, Dict[int, int]] = {}
     for ev in events:
@@ -110,9 +131,12 @@ def loss_agreement(single: Dict[str, Any], par: Dict[str, Any]) -> Dict[str, Any
         mean = sum(ranks[r] * weights[r] for r in ranks) / total
         diffs.append(abs(single["losses"][step][0] - mean))
     early = diffs[:EARLY_STEPS]
-    return {"steps_compared": len(diffs), "max_abs_first_%d" % EARLY_STEPS: max(early) if early else None,
-            "max_abs_all": max(diffs) if diffs else None,
-            "median_abs_all": statistics.median(diffs) if diffs else None}
+    return {
+        "steps_compared": len(diffs),
+        "max_abs_first_%d" % EARLY_STEPS: max(early) if early else None,
+        "max_abs_all": max(diffs) if diffs else None,
+        "median_abs_all": statistics.median(diffs) if diffs else None,
+    }
 
 
 def summarise(values: List[float]) -> Dict[str, Any]:
@@ -148,24 +172,46 @@ def table(runs: List[Dict[str, Any]], epochs: int) -> Dict[str, Any]:
 
 def render(rows: Dict[str, Any]) -> str:
     """The table as Markdown (the same text goes into docs/PERFORMANCE.md)."""
-    lines = ["| epoch | metric | single mean ± sd | 2-rank mean ± sd | diff (2-rank − single) | 95 % CI | "
-             "|diff| ≤ single sd |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| epoch | metric | single mean ± sd | 2-rank mean ± sd | diff (2-rank − single) | 95 % CI | "
+        "|diff| ≤ single sd |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for epoch, row in rows.items():
         for metric in METRICS:
             c = row[metric]
-            lines.append("| %s | %s | %.4f ± %.4f | %.4f ± %.4f | %+.4f | [%+.4f, %+.4f] | %s |" % (
-                epoch, metric, c["single"]["mean"], c["single"]["sd"], c["parallel"]["mean"], c["parallel"]["sd"],
-                c["diff"]["mean"], c["diff"]["ci95"][0], c["diff"]["ci95"][1],
-                {True: "yes", False: "**no**", None: "n/a"}[c["goal_met"]]))
+            lines.append(
+                "| %s | %s | %.4f ± %.4f | %.4f ± %.4f | %+.4f | [%+.4f, %+.4f] | %s |"
+                % (
+                    epoch,
+                    metric,
+                    c["single"]["mean"],
+                    c["single"]["sd"],
+                    c["parallel"]["mean"],
+                    c["parallel"]["sd"],
+                    c["diff"]["mean"],
+                    c["diff"]["ci95"][0],
+                    c["diff"]["ci95"][1],
+                    {True: "yes", False: "**no**", None: "n/a"}[c["goal_met"]],
+                )
+            )
     return "\n".join(lines)
 
 
 def base_sets(args: argparse.Namespace, seed: int) -> List[str]:
     """--set items both arms share."""
-    return ["device.target=CPU", "train.epochs=%d" % args.epochs, "train.seed=%d" % seed,
-            "train.train_limit=%d" % args.train_limit, "train.val_limit=%d" % args.val_limit,
-            "train.lr=%s" % args.lr, "train.optimizer=%s" % args.optimizer, "model.name=%s" % args.model,
-            "limits.job_timeout_s=%d" % args.job_timeout_s, "limits.stall_s=300"]
+    return [
+        "device.target=CPU",
+        "train.epochs=%d" % args.epochs,
+        "train.seed=%d" % seed,
+        "train.train_limit=%d" % args.train_limit,
+        "train.val_limit=%d" % args.val_limit,
+        "train.lr=%s" % args.lr,
+        "train.optimizer=%s" % args.optimizer,
+        "model.name=%s" % args.model,
+        "limits.job_timeout_s=%d" % args.job_timeout_s,
+        "limits.stall_s=300",
+    ]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -184,7 +230,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--job-timeout-s", type=int, default=1800)
     parser.add_argument("--python", default=sys.executable, help="interpreter for the CLI (and the jobs)")
     parser.add_argument("--sessions", help="sessions root (default: a temporary folder, kept)")
-    parser.add_argument("--json", help="where to write the results (default: parallel_parity.json in the sessions root)")
+    parser.add_argument(
+        "--json", help="where to write the results (default: parallel_parity.json in the sessions root)"
+    )
     args = parser.parse_args(argv)
     if args.batch % args.workers:
         parser.error("--batch %d is not a multiple of --workers %d" % (args.batch, args.workers))
@@ -194,22 +242,51 @@ def main(argv: Optional[List[str]] = None) -> int:
     runs = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         common = base_sets(args, seed)
-        single = read_run(run_job(sessions, common + ["train.batch_size=%d" % args.batch], args.python,
-                                  args.job_timeout_s + 60))
-        par = read_run(run_job(sessions, common + [
-            "train.batch_size=%d" % (args.batch // args.workers), "train.parallel.workers=%d" % args.workers,
-            "train.parallel.master_port=%d" % free_port()], args.python, args.job_timeout_s + 60))
-        steps = {arm: [r["epochs"][e]["steps"] for e in sorted(r["epochs"])] for arm, r in
-                 (("single", single), ("parallel", par))}
+        single = read_run(
+            run_job(sessions, common + ["train.batch_size=%d" % args.batch], args.python, args.job_timeout_s + 60)
+        )
+        par = read_run(
+            run_job(
+                sessions,
+                common
+                + [
+                    "train.batch_size=%d" % (args.batch // args.workers),
+                    "train.parallel.workers=%d" % args.workers,
+                    "train.parallel.master_port=%d" % free_port(),
+                ],
+                args.python,
+                args.job_timeout_s + 60,
+            )
+        )
+        steps = {
+            arm: [r["epochs"][e]["steps"] for e in sorted(r["epochs"])]
+            for arm, r in (("single", single), ("parallel", par))
+        }
         if steps["single"] != steps["parallel"]:
             raise SystemExit("seed %d: optimizer steps per epoch differ: %s" % (seed, steps))
         agreement = loss_agreement(single, par)
-        runs.append({"seed": seed, "single": single, "parallel": par, "steps_per_epoch": steps["single"],
-                     "loss_agreement": agreement})
-        print("seed %d: single %s | 2-rank %s | step-loss |diff| first %d max %.2e, all max %.2e (%.0f s so far)" % (
-            seed, " ".join("%.4f" % single["epochs"][e]["accuracy"] for e in sorted(single["epochs"])),
-            " ".join("%.4f" % par["epochs"][e]["accuracy"] for e in sorted(par["epochs"])), EARLY_STEPS,
-            agreement["max_abs_first_%d" % EARLY_STEPS], agreement["max_abs_all"], time.time() - t0), flush=True)
+        runs.append(
+            {
+                "seed": seed,
+                "single": single,
+                "parallel": par,
+                "steps_per_epoch": steps["single"],
+                "loss_agreement": agreement,
+            }
+        )
+        print(
+            "seed %d: single %s | 2-rank %s | step-loss |diff| first %d max %.2e, all max %.2e (%.0f s so far)"
+            % (
+                seed,
+                " ".join("%.4f" % single["epochs"][e]["accuracy"] for e in sorted(single["epochs"])),
+                " ".join("%.4f" % par["epochs"][e]["accuracy"] for e in sorted(par["epochs"])),
+                EARLY_STEPS,
+                agreement["max_abs_first_%d" % EARLY_STEPS],
+                agreement["max_abs_all"],
+                time.time() - t0,
+            ),
+            flush=True,
+        )
     rows = table(runs, args.epochs)
     text = render(rows)
     met = [c["goal_met"] for row in rows.values() for c in row.values()]
@@ -217,16 +294,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     print()
     print(text)
     print()
-    print("goal (|mean diff| <= single-process sd at every epoch, accuracy and macro-F1): %s" % (
-        {True: "met", False: "NOT met", None: "needs k >= 2"}[verdict]))
+    print(
+        "goal (|mean diff| <= single-process sd at every epoch, accuracy and macro-F1): %s"
+        % ({True: "met", False: "NOT met", None: "needs k >= 2"}[verdict])
+    )
     for run in runs:  # the step-loss tables are large: keep only the summaries in the JSON
         for arm in ("single", "parallel"):
             run[arm] = {"job": run[arm]["job"], "epochs": run[arm]["epochs"]}
-    write_json(Path(args.json), {
-        "bench": "parallel_parity", "argv": sys.argv, "settings": vars(args), "started": t0,
-        "wall_s": time.time() - t0, "load_avg_end": os.getloadavg(), "goal_met": verdict,
-        "goal_rule": "|mean(parallel - single)| <= sample sd of single over seeds, every epoch, accuracy and macro_f1",
-        "table": rows, "markdown": text, "runs": runs, "sessions": str(sessions)})
+    write_json(
+        Path(args.json),
+        {
+            "bench": "parallel_parity",
+            "argv": sys.argv,
+            "settings": vars(args),
+            "started": t0,
+            "wall_s": time.time() - t0,
+            "load_avg_end": os.getloadavg(),
+            "goal_met": verdict,
+            "goal_rule": "|mean(parallel - single)| <= sample sd of single over seeds, every epoch, accuracy and macro_f1",
+            "table": rows,
+            "markdown": text,
+            "runs": runs,
+            "sessions": str(sessions),
+        },
+    )
     print("wrote %s (%.0f s)" % (args.json, time.time() - t0))
     return 0 if verdict is not False else 1
 

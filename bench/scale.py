@@ -33,15 +33,22 @@ BASELINE = "import json,sys\nwith open(sys.argv[1],'rb') as fh:\n    for line in
 # Runs `python -m module args` or `python -c code args` and writes its peak RSS (VmHWM, kB) to argv[1] at exit.
 # VmHWM starts afresh at exec; wait4's ru_maxrss does not: it carries the forking parent's peak across exec
 # (a 10 MB child of a parent that once held 300 MB reports 300 MB), so a small child would show this bench's peak.
-HWM = ("import atexit,runpy,sys\nout=sys.argv.pop(1)\n"
-       "def hwm():\n    with open('/proc/self/status') as fh:\n"
-       "        kb=[l.split()[1] for l in fh if l.startswith('VmHWM:')]\n"
-       "    with open(out,'w') as fh: fh.write(kb[0] if kb else '')\n"
-       "atexit.register(hwm)\nflag,what=sys.argv.pop(1),sys.argv.pop(1)\n"
-       "if flag=='-m':\n    sys.argv[0]=what\n    runpy.run_module(what,run_name='__main__',alter_sys=True)\n"
-       "else:\n    sys.argv[0]='-c'\n    exec(compile(what,'<string>','exec'),{'__name__':'__main__'})\n")
-GOALS = {"export_ratio": 3.0, "export_rss_mb": 250.0, "attach_paint_s": 1.0, "attach_ratio": 3.0,
-         "attach_rss_mb": 300.0}
+HWM = (
+    "import atexit,runpy,sys\nout=sys.argv.pop(1)\n"
+    "def hwm():\n    with open('/proc/self/status') as fh:\n"
+    "        kb=[l.split()[1] for l in fh if l.startswith('VmHWM:')]\n"
+    "    with open(out,'w') as fh: fh.write(kb[0] if kb else '')\n"
+    "atexit.register(hwm)\nflag,what=sys.argv.pop(1),sys.argv.pop(1)\n"
+    "if flag=='-m':\n    sys.argv[0]=what\n    runpy.run_module(what,run_name='__main__',alter_sys=True)\n"
+    "else:\n    sys.argv[0]='-c'\n    exec(compile(what,'<string>','exec'),{'__name__':'__main__'})\n"
+)
+GOALS = {
+    "export_ratio": 3.0,
+    "export_rss_mb": 250.0,
+    "attach_paint_s": 1.0,
+    "attach_ratio": 3.0,
+    "attach_rss_mb": 300.0,
+}
 
 
 def timed(cmd: List[str], out: Any = subprocess.DEVNULL) -> Tuple[float, float, float, int]:
@@ -50,8 +57,9 @@ def timed(cmd: List[str], out: Any = subprocess.DEVNULL) -> Tuple[float, float, 
     fd, hwm_path = tempfile.mkstemp(prefix="scale-hwm-")
     os.close(fd)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([cmd[0], "-c", HWM, hwm_path] + cmd[1:], cwd=str(ROOT), stdout=out,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [cmd[0], "-c", HWM, hwm_path] + cmd[1:], cwd=str(ROOT), stdout=out, stderr=subprocess.DEVNULL, env=env
+    )
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -66,21 +74,41 @@ def measure(root: Path, events: Path, n: int) -> Dict[str, Any]:
     py = sys.executable
     base = timed([py, "-c", BASELINE, str(events)])
     export = timed([py, "-m", "workbench", "export", SID, "--sessions", str(root), "--no-screenshots"])
-    watch = timed([py, "-m", "workbench", "watch", "%s/%s" % (SID, events.parent.name), "--json",
-                   "--sessions", str(root)])
+    watch = timed(
+        [py, "-m", "workbench", "watch", "%s/%s" % (SID, events.parent.name), "--json", "--sessions", str(root)]
+    )
     listing = timed([py, "-m", "workbench", "sessions", "--sessions", str(root)])
     tui = attach(root, SID)
-    return {"attach_paint_s": tui["first_paint_s"], "attach_paint_seen_s": tui["paint_seen_s"],
-            "attach_caught_up_s": tui["caught_up_s"], "attach_cpu_s": tui["caught_up_cpu_s"],
-            "attach_paint_cpu_s": tui["first_paint_cpu_s"], "attach_rss_mb": tui["hwm_mb"],
-            "attach_events": tui["caught_up_events"], "attach_timed_out": tui["timed_out"],
-            "attach_ratio": (tui["caught_up_s"] or float("nan")) / base[0],
-            "attach_cpu_ratio": (tui["caught_up_cpu_s"] or float("nan")) / base[1],
-            "events": n, "bytes": events.stat().st_size, "baseline_s": base[0], "baseline_cpu_s": base[1],
-            "baseline_rss_mb": base[2], "export_s": export[0], "export_cpu_s": export[1], "export_rss_mb": export[2],
-            "export_rc": export[3], "export_ratio": export[0] / base[0], "export_cpu_ratio": export[1] / base[1],
-            "watch_cpu_s": watch[1], "sessions_cpu_s": listing[1], "watch_s": watch[0], "watch_events_per_s": n / watch[0],
-            "watch_rc": watch[3], "sessions_s": listing[0], "sessions_rc": listing[3]}
+    return {
+        "attach_paint_s": tui["first_paint_s"],
+        "attach_paint_seen_s": tui["paint_seen_s"],
+        "attach_caught_up_s": tui["caught_up_s"],
+        "attach_cpu_s": tui["caught_up_cpu_s"],
+        "attach_paint_cpu_s": tui["first_paint_cpu_s"],
+        "attach_rss_mb": tui["hwm_mb"],
+        "attach_events": tui["caught_up_events"],
+        "attach_timed_out": tui["timed_out"],
+        "attach_ratio": (tui["caught_up_s"] or float("nan")) / base[0],
+        "attach_cpu_ratio": (tui["caught_up_cpu_s"] or float("nan")) / base[1],
+        "events": n,
+        "bytes": events.stat().st_size,
+        "baseline_s": base[0],
+        "baseline_cpu_s": base[1],
+        "baseline_rss_mb": base[2],
+        "export_s": export[0],
+        "export_cpu_s": export[1],
+        "export_rss_mb": export[2],
+        "export_rc": export[3],
+        "export_ratio": export[0] / base[0],
+        "export_cpu_ratio": export[1] / base[1],
+        "watch_cpu_s": watch[1],
+        "sessions_cpu_s": listing[1],
+        "watch_s": watch[0],
+        "watch_events_per_s": n / watch[0],
+        "watch_rc": watch[3],
+        "sessions_s": listing[0],
+        "sessions_rc": listing[3],
+    }
 
 
 def loglog_svg(title: str, y_label: str, series: Dict[str, List[Tuple[float, float]]], goal: float = None) -> str:
@@ -102,29 +130,45 @@ def loglog_svg(title: str, y_label: str, series: Dict[str, List[Tuple[float, flo
     def py(y: float) -> float:
         return h - bottom - (math.log10(y) - y0) / (y1 - y0) * (h - top - bottom)
 
-    out = ["<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='DejaVu Sans, sans-serif' "
-           "font-size='11'>" % (w, h), "<rect width='100%' height='100%' fill='white'/>",
-           "<text x='%d' y='20' font-size='13' font-weight='bold'>%s</text>" % (left, title)]
+    out = [
+        "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='DejaVu Sans, sans-serif' "
+        "font-size='11'>" % (w, h),
+        "<rect width='100%' height='100%' fill='white'/>",
+        "<text x='%d' y='20' font-size='13' font-weight='bold'>%s</text>" % (left, title),
+    ]
     for e in range(x0, x1 + 1):
-        out.append("<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='#ddd'/>" % (px(10 ** e), top, px(10 ** e), h - bottom))
-        out.append("<text x='%.1f' y='%d' text-anchor='middle'>1e%d</text>" % (px(10 ** e), h - bottom + 14, e))
+        out.append(
+            "<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='#ddd'/>" % (px(10**e), top, px(10**e), h - bottom)
+        )
+        out.append("<text x='%.1f' y='%d' text-anchor='middle'>1e%d</text>" % (px(10**e), h - bottom + 14, e))
     for e in range(y0, y1 + 1):
-        out.append("<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#ddd'/>" % (left, py(10 ** e), w - right, py(10 ** e)))
-        out.append("<text x='%d' y='%.1f' text-anchor='end'>%g</text>" % (left - 4, py(10 ** e) + 4, 10 ** e))
-    out.append("<text x='%d' y='%d' text-anchor='middle'>events in the session</text>" % ((left + w - right) // 2, h - 12))
-    out.append("<text transform='translate(14 %d) rotate(-90)' text-anchor='middle'>%s</text>" % ((h - bottom + top) // 2, y_label))
+        out.append(
+            "<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#ddd'/>" % (left, py(10**e), w - right, py(10**e))
+        )
+        out.append("<text x='%d' y='%.1f' text-anchor='end'>%g</text>" % (left - 4, py(10**e) + 4, 10**e))
+    out.append(
+        "<text x='%d' y='%d' text-anchor='middle'>events in the session</text>" % ((left + w - right) // 2, h - 12)
+    )
+    out.append(
+        "<text transform='translate(14 %d) rotate(-90)' text-anchor='middle'>%s</text>"
+        % ((h - bottom + top) // 2, y_label)
+    )
     colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
     for i, (name, s) in enumerate(series.items()):
         c = colours[i % len(colours)]
         s = [p for p in s if p[1] > 0]
-        out.append("<polyline fill='none' stroke='%s' stroke-width='2' points='%s'/>" % (
-            c, " ".join("%.1f,%.1f" % (px(x), py(y)) for x, y in s)))
+        out.append(
+            "<polyline fill='none' stroke='%s' stroke-width='2' points='%s'/>"
+            % (c, " ".join("%.1f,%.1f" % (px(x), py(y)) for x, y in s))
+        )
         for x, y in s:
             out.append("<circle cx='%.1f' cy='%.1f' r='3' fill='%s'/>" % (px(x), py(y), c))
         out.append("<text x='%d' y='%d' fill='%s'>%s</text>" % (w - right + 8, top + 14 * i + 10, c, name))
     if goal:
-        out.append("<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#999' stroke-dasharray='4 3'/>" % (
-            left, py(goal), w - right, py(goal)))
+        out.append(
+            "<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#999' stroke-dasharray='4 3'/>"
+            % (left, py(goal), w - right, py(goal))
+        )
         out.append("<text x='%d' y='%.1f' fill='#666'>goal %g</text>" % (left + 4, py(goal) - 4, goal))
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -165,31 +209,67 @@ def main() -> int:
         time_series["sessions (%s)" % mix] = by(mix, "sessions_s")
         time_series["attach caught up (%s)" % mix] = by(mix, "attach_caught_up_s")
         time_series["attach first paint (%s)" % mix] = by(mix, "attach_paint_s")
-    (out / "scale-time.svg").write_text(loglog_svg("Time vs events (one run)", "seconds", time_series), encoding="utf-8")
+    (out / "scale-time.svg").write_text(
+        loglog_svg("Time vs events (one run)", "seconds", time_series), encoding="utf-8"
+    )
     mem_series = {}
     for mix in mixes:
         mem_series["export peak RSS (%s)" % mix] = by(mix, "export_rss_mb")
         mem_series["json.loads RSS (%s)" % mix] = by(mix, "baseline_rss_mb")
         mem_series["attach UI peak RSS (%s)" % mix] = by(mix, "attach_rss_mb")
-    (out / "scale-memory.svg").write_text(loglog_svg("Peak memory vs events (one run)", "MB", mem_series,
-                                                     goal=GOALS["export_rss_mb"]), encoding="utf-8")
-    print("| mix | events | MB | json.loads wall / CPU s | export wall s (ratio) | export CPU s (ratio) | "
-          "export peak RSS MB | watch --json events/s (CPU s) | sessions wall / CPU s | load |")
+    (out / "scale-memory.svg").write_text(
+        loglog_svg("Peak memory vs events (one run)", "MB", mem_series, goal=GOALS["export_rss_mb"]), encoding="utf-8"
+    )
+    print(
+        "| mix | events | MB | json.loads wall / CPU s | export wall s (ratio) | export CPU s (ratio) | "
+        "export peak RSS MB | watch --json events/s (CPU s) | sessions wall / CPU s | load |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %.1f | %.2f / %.2f | %.1f (%.1f×) | %.2f (%.1f×) | %.0f | %.0f (%.2f) | %.2f / %.2f | %.1f |" % (
-            r["mix"], r["events"], r["bytes"] / 1e6, r["baseline_s"], r["baseline_cpu_s"], r["export_s"],
-            r["export_ratio"], r["export_cpu_s"], r["export_cpu_ratio"], r["export_rss_mb"], r["watch_events_per_s"],
-            r["watch_cpu_s"], r["sessions_s"], r["sessions_cpu_s"], r["load"]))
+        print(
+            "| %s | %d | %.1f | %.2f / %.2f | %.1f (%.1f×) | %.2f (%.1f×) | %.0f | %.0f (%.2f) | %.2f / %.2f | %.1f |"
+            % (
+                r["mix"],
+                r["events"],
+                r["bytes"] / 1e6,
+                r["baseline_s"],
+                r["baseline_cpu_s"],
+                r["export_s"],
+                r["export_ratio"],
+                r["export_cpu_s"],
+                r["export_cpu_ratio"],
+                r["export_rss_mb"],
+                r["watch_events_per_s"],
+                r["watch_cpu_s"],
+                r["sessions_s"],
+                r["sessions_cpu_s"],
+                r["load"],
+            )
+        )
     print()
-    print("| mix | events | json.loads wall / CPU s | attach first paint s (seen) | caught up s (ratio) | "
-          "attach CPU s (ratio) | UI peak RSS MB | load |")
+    print(
+        "| mix | events | json.loads wall / CPU s | attach first paint s (seen) | caught up s (ratio) | "
+        "attach CPU s (ratio) | UI peak RSS MB | load |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %.2f / %.2f | %.2f (%.2f) | %.2f (%.2f×) | %.2f (%.2f×) | %.0f | %.1f |" % (
-            r["mix"], r["events"], r["baseline_s"], r["baseline_cpu_s"], r["attach_paint_s"] or -1,
-            r["attach_paint_seen_s"] or -1, r["attach_caught_up_s"] or -1, r["attach_ratio"], r["attach_cpu_s"] or -1,
-            r["attach_cpu_ratio"], r["attach_rss_mb"] or -1, r["load"]))
+        print(
+            "| %s | %d | %.2f / %.2f | %.2f (%.2f) | %.2f (%.2f×) | %.2f (%.2f×) | %.0f | %.1f |"
+            % (
+                r["mix"],
+                r["events"],
+                r["baseline_s"],
+                r["baseline_cpu_s"],
+                r["attach_paint_s"] or -1,
+                r["attach_paint_seen_s"] or -1,
+                r["attach_caught_up_s"] or -1,
+                r["attach_ratio"],
+                r["attach_cpu_s"] or -1,
+                r["attach_cpu_ratio"],
+                r["attach_rss_mb"] or -1,
+                r["load"],
+            )
+        )
     return 0
 
 

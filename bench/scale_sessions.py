@@ -21,8 +21,6 @@ RECORDED = ROOT / "tests" / "fixtures" / "sessions" / "recorded" / "20261201-135
 SID = "20261201-000000-big0"
 
 
-
-
 def _lines(path: Path) -> List[Dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -30,8 +28,19 @@ def _lines(path: Path) -> List[Dict[str, Any]]:
 def drill_template(work: Path, steps: int = 2000) -> Path:
     """Run the real drill job at full rate once (`steps` step lines); return its job folder."""
     sessions = work / "drill-sessions"
-    cmd = [sys.executable, "-m", "workbench", "run", "drill", "--sessions", str(sessions), "--set",
-           "drill.steps=%d" % steps, "--set", "drill.rate=1000000"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "run",
+        "drill",
+        "--sessions",
+        str(sessions),
+        "--set",
+        "drill.steps=%d" % steps,
+        "--set",
+        "drill.rate=1000000",
+    ]
     subprocess.run(cmd, cwd=str(ROOT), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return next(sessions.glob("*/jobs/drill-*"))
 

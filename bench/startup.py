@@ -26,8 +26,9 @@ def first_paint_s(argv, env) -> tuple:
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True, start_new_session=True
+    )
     os.close(slave)
     buf = b""
     elapsed = None
@@ -80,7 +81,9 @@ def main() -> int:
     print("| `import textual.app` (baseline) | %.3f s | %.3f s | %.3f s |" % (b, min(base), max(base)))
     print("| `ms-workbench` first paint | %.3f s | %.3f s | %.3f s |" % (p, min(paints), max(paints)))
     print("| ratio first paint / baseline | %.2f× | | |" % (p / b))
-    print("| mindspore mapped in the UI process | %s | | |" % ("YES" if any(mapped) else "no (checked /proc/<pid>/maps)"))
+    print(
+        "| mindspore mapped in the UI process | %s | | |" % ("YES" if any(mapped) else "no (checked /proc/<pid>/maps)")
+    )
     print("goal: first paint < 1 s: %s" % ("met" if p < 1.0 else "NOT met"))
     return 0
 

@@ -15,7 +15,7 @@ graph compile; the goals are judged on the steady epochs (2 and later), the medi
 of them from all rounds, printed with its interquartile range.
 Prints a table and the ratios. Not part of the test suite.
 
-`--model cnn` runs the same arms with the small CNN (jobs/models.py) instead of the MLP, plus
+`--model cnn` runs the same arms with the small CNN (jobs/common/models.py) instead of the MLP, plus
 `job-uncapped` (the job with train.cpu_isa_cap=none: oneDNN free to use AVX-512) and, with
 `--compat-python` (a MindSpore 2.5 interpreter), `course-2.5` (the course recipe on that version).
 `--limit N` trains on the first N images of the split (the uncapped CNN is slow on AVX-512 CPUs).
@@ -37,12 +37,12 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.record import expand_steps  # noqa: E402
+from workbench.fold.record import expand_steps  # noqa: E402
 
 SEED = 37
 BATCH = 64
 GOAL_VS_COURSE = 2.5  # job throughput >= 2.5x the course recipe's
-GOAL_VS_BARE = 0.05   # job epoch time within 5 % of the bare loop's
+GOAL_VS_BARE = 0.05  # job epoch time within 5 % of the bare loop's
 
 
 MODEL = os.environ.get("BENCH_MODEL", "mlp")
@@ -51,7 +51,9 @@ LIMIT = int(os.environ.get("BENCH_LIMIT", "0"))
 
 def load_split():
     """float32 [54000, 1, 28, 28] images and int32 labels of the seed-37 training split (first LIMIT if set)."""
-    from workbench.data import load_fashion_mnist, scale, stratified_split
+    from workbench.data.dataset import scale
+    from workbench.data.loader import load_fashion_mnist
+    from workbench.data.split import stratified_split
 
     data = load_fashion_mnist()
     train_idx, _ = stratified_split(data.train_labels, 0.1, SEED)
@@ -61,28 +63,36 @@ def load_split():
 
 
 def make_net(nn):
-    """The MLP of the course, or the job's small CNN (the same layers as jobs/models.py)."""
+    """The MLP of the course, or the job's small CNN (the same layers as jobs/common/models.py)."""
     if MODEL == "cnn":
         return nn.SequentialCell(
-            nn.Conv2d(1, 8, 3, pad_mode="same", has_bias=True), nn.ReLU(), nn.MaxPool2d(2, 2),
-            nn.Conv2d(8, 16, 3, pad_mode="same", has_bias=True), nn.ReLU(), nn.MaxPool2d(2, 2),
-            nn.Flatten(), nn.Dense(16 * 7 * 7, 128), nn.ReLU(), nn.Dense(128, 10))
+            nn.Conv2d(1, 8, 3, pad_mode="same", has_bias=True),
+            nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Conv2d(8, 16, 3, pad_mode="same", has_bias=True),
+            nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Flatten(),
+            nn.Dense(16 * 7 * 7, 128),
+            nn.ReLU(),
+            nn.Dense(128, 10),
+        )
     return nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
 
 
 def arm_course(epochs: int) -> Dict[str, Any]:
     """The course text's training entry, as written (only the device target changed to CPU)."""
-    import numpy as np
     import mindspore as ms
-    from mindspore import nn, dataset as ds
+    import numpy as np
+    from mindspore import dataset as ds
+    from mindspore import nn
 
     train_x, train_y = load_split()
     ms.set_seed(SEED)
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU", device_id=0)
 
     def make_dataset(x, y, training):
-        source = ds.NumpySlicesDataset(
-            {"image": x.astype(np.float32), "label": y.astype(np.int32)}, shuffle=training)
+        source = ds.NumpySlicesDataset({"image": x.astype(np.float32), "label": y.astype(np.int32)}, shuffle=training)
         return source.batch(BATCH, drop_remainder=False)
 
     net = make_net(nn)
@@ -116,8 +126,8 @@ def arm_course(epochs: int) -> Dict[str, Any]:
 
 def arm_bare(epochs: int) -> Dict[str, Any]:
     """The least a numpy-fed loop can do with the job's feeding and sync: slice, step, fetch."""
-    import numpy as np
     import mindspore as ms
+    import numpy as np
     from mindspore import Tensor, nn
 
     train_x, train_y = load_split()
@@ -126,7 +136,9 @@ def arm_bare(epochs: int) -> Dict[str, Any]:
     ms.set_seed(SEED)
     net = make_net(nn)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), nn.Adam(net.trainable_params(), learning_rate=0.001))
+    train_step = nn.TrainOneStepCell(
+        nn.WithLossCell(net, loss_fn), nn.Adam(net.trainable_params(), learning_rate=0.001)
+    )
     train_step.set_train(True)
     rng = np.random.default_rng(SEED)
     n = len(train_y)
@@ -136,7 +148,7 @@ def arm_bare(epochs: int) -> Dict[str, Any]:
         order = rng.permutation(n)
         for begin in range(0, n, BATCH):
             t0 = time.perf_counter()
-            idx = order[begin:begin + BATCH]
+            idx = order[begin : begin + BATCH]
             loss = train_step(Tensor.from_numpy(train_x[idx]), Tensor.from_numpy(train_y[idx]))
             value = float(loss.asnumpy())
             if epoch:
@@ -152,12 +164,40 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
     Detached, so only the job and its supervisor run; a follower (`run` without --detach,
     or the TUI) reads the events beside it and is not part of the job's cost.
     """
-    cmd = [sys.executable, "-m", "workbench", "run", "train", "--detach", "--sessions", str(sessions),
-           "--set", "model.name=%s" % MODEL, "--set", "model.hidden=128", "--set", "train.cpu_isa_cap=%s" % isa_cap,
-           "--set", "train.train_limit=%d" % LIMIT, "--set", "train.epochs=%d" % epochs,
-           "--set", "train.batch_size=%d" % BATCH, "--set", "train.lr=0.001", "--set", "train.optimizer=adam",
-           "--set", "train.mode=graph", "--set", "train.seed=%d" % SEED, "--set", "data.split_seed=%d" % SEED,
-           "--set", "device.target=CPU"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "run",
+        "train",
+        "--detach",
+        "--sessions",
+        str(sessions),
+        "--set",
+        "model.name=%s" % MODEL,
+        "--set",
+        "model.hidden=128",
+        "--set",
+        "train.cpu_isa_cap=%s" % isa_cap,
+        "--set",
+        "train.train_limit=%d" % LIMIT,
+        "--set",
+        "train.epochs=%d" % epochs,
+        "--set",
+        "train.batch_size=%d" % BATCH,
+        "--set",
+        "train.lr=0.001",
+        "--set",
+        "train.optimizer=adam",
+        "--set",
+        "train.mode=graph",
+        "--set",
+        "train.seed=%d" % SEED,
+        "--set",
+        "data.split_seed=%d" % SEED,
+        "--set",
+        "device.target=CPU",
+    ]
     proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True, env=_env())
     if proc.returncode != 0:
         raise SystemExit("train job did not start (%s):\n%s" % (proc.returncode, proc.stderr[-2000:]))
@@ -169,12 +209,18 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
         raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
     epochs_ev = [e for e in events if e["type"] == "epoch"]
     perf = [e for e in events if e["type"] == "perf" and e.get("scope") == "run"][-1]
-    return {"epoch_s": [e["train_s"] for e in epochs_ev], "epoch_with_val_s": [e["epoch_s"] for e in epochs_ev],
-            "val_macro_f1": [e["val"]["macro_f1"] for e in epochs_ev], "first_step_s": perf["first_step_s"],
-            "steady": perf["steady"], "job_dir": str(job_dir),
-            "step_ms_median": statistics.median(s["step_ms"] for e in events if e["type"] in ("step", "steps")
-                                                and e["epoch"] > 1 for s in expand_steps(e)),
-            "cpu_isa_cap": [e for e in events if e["type"] == "started"][0].get("cpu_isa_cap")}
+    return {
+        "epoch_s": [e["train_s"] for e in epochs_ev],
+        "epoch_with_val_s": [e["epoch_s"] for e in epochs_ev],
+        "val_macro_f1": [e["val"]["macro_f1"] for e in epochs_ev],
+        "first_step_s": perf["first_step_s"],
+        "steady": perf["steady"],
+        "job_dir": str(job_dir),
+        "step_ms_median": statistics.median(
+            s["step_ms"] for e in events if e["type"] in ("step", "steps") and e["epoch"] > 1 for s in expand_steps(e)
+        ),
+        "cpu_isa_cap": [e for e in events if e["type"] == "started"][0].get("cpu_isa_cap"),
+    }
 
 
 def _env() -> Dict[str, str]:
@@ -186,6 +232,7 @@ def _env() -> Dict[str, str]:
 
 def cpu_busy(window_s: float = 2.0) -> float:
     """Fraction of all CPU time that was busy during the next `window_s` (from /proc/stat)."""
+
     def sample():
         with open("/proc/stat") as fh:
             fields = [float(v) for v in fh.readline().split()[1:]]
@@ -209,8 +256,13 @@ def wait_for_quiet(max_busy: float, timeout_s: float) -> float:
 
 def run_child(arm: str, epochs: int, python: str = sys.executable) -> Dict[str, Any]:
     """Run one arm in a fresh interpreter; it prints its result as the last stdout line."""
-    proc = subprocess.run([python, str(Path(__file__).resolve()), "--arm", arm, "--epochs", str(epochs)],
-                          cwd=tempfile.gettempdir(), capture_output=True, text=True, env=_env())
+    proc = subprocess.run(
+        [python, str(Path(__file__).resolve()), "--arm", arm, "--epochs", str(epochs)],
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
     if proc.returncode != 0:
         raise SystemExit("arm %s failed:\n%s" % (arm, proc.stderr[-3000:]))
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -223,11 +275,17 @@ def summarize(raw: Dict[str, List[Dict[str, Any]]], n_images: int = 54000) -> Di
         pooled = sorted(v for r in runs for v in r["epoch_s"][1:])
         quart = statistics.quantiles(pooled, n=4) if len(pooled) > 1 else [pooled[0]] * 3
         st = statistics.median(pooled)
-        rows[arm] = {"first_epoch_s": statistics.median(r["epoch_s"][0] for r in runs), "steady_epoch_s": st,
-                     "steady_q1_s": quart[0], "steady_q3_s": quart[2], "n_steady": len(pooled),
-                     "fastest_steady_epoch_s": pooled[0], "images_per_s": n_images / st,
-                     "median_of_run_medians_s": statistics.median(steady(r["epoch_s"]) for r in runs),
-                     "step_ms_median": statistics.median(r["step_ms_median"] for r in runs)}
+        rows[arm] = {
+            "first_epoch_s": statistics.median(r["epoch_s"][0] for r in runs),
+            "steady_epoch_s": st,
+            "steady_q1_s": quart[0],
+            "steady_q3_s": quart[2],
+            "n_steady": len(pooled),
+            "fastest_steady_epoch_s": pooled[0],
+            "images_per_s": n_images / st,
+            "median_of_run_medians_s": statistics.median(steady(r["epoch_s"]) for r in runs),
+            "step_ms_median": statistics.median(r["step_ms_median"] for r in runs),
+        }
     return rows
 
 
@@ -245,8 +303,12 @@ def main() -> int:
     parser.add_argument("--arm", choices=("course", "bare"), help=argparse.SUPPRESS)
     parser.add_argument("--summarize", metavar="JSON", help="print the table of an earlier --json file and exit")
     parser.add_argument("--json", help="also write the raw measurements to this file")
-    parser.add_argument("--max-busy", type=float, default=0.25,
-                        help="before each arm wait until the CPU is at most this busy (0..1; 1 = never wait)")
+    parser.add_argument(
+        "--max-busy",
+        type=float,
+        default=0.25,
+        help="before each arm wait until the CPU is at most this busy (0..1; 1 = never wait)",
+    )
     parser.add_argument("--quiet-timeout", type=float, default=120.0, help="longest wait for a quiet CPU, seconds")
     parser.add_argument("--model", choices=("mlp", "cnn"), default=MODEL, help="the network of every arm")
     parser.add_argument("--limit", type=int, default=LIMIT, help="train on the first N images (0 = all 54 000)")
@@ -264,8 +326,10 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
-    print("python %s; %d rounds x %d epochs per arm; CPU cores: %s; load average before: %s" % (
-        sys.version.split()[0], args.rounds, args.epochs, os.cpu_count(), "%.2f %.2f %.2f" % os.getloadavg()))
+    print(
+        "python %s; %d rounds x %d epochs per arm; CPU cores: %s; load average before: %s"
+        % (sys.version.split()[0], args.rounds, args.epochs, os.cpu_count(), "%.2f %.2f %.2f" % os.getloadavg())
+    )
     arms = ["course", "job", "bare"] + (["job-uncapped"] if args.model == "cnn" else [])
     arms += ["course-2.5"] if args.compat_python and os.path.exists(args.compat_python) else []
     arms = [a for a in arms if not args.arms or a in args.arms.split(",")]
@@ -282,22 +346,37 @@ def main() -> int:
                     result = run_child(arm, args.epochs)
                 result["cpu_busy_before"] = busy
                 raw[arm].append(result)
-                print("round %d %-6s epochs s: %s   (CPU busy before: %.0f %%)" % (
-                    rnd + 1, arm, " ".join("%.2f" % s for s in result["epoch_s"]), 100 * busy), flush=True)
+                print(
+                    "round %d %-6s epochs s: %s   (CPU busy before: %.0f %%)"
+                    % (rnd + 1, arm, " ".join("%.2f" % s for s in result["epoch_s"]), 100 * busy),
+                    flush=True,
+                )
     rows = summarize(raw, args.limit or 54000)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "raw": raw}, indent=2))
     print("model %s, %d images" % (args.model, args.limit or 54000))
-    print("| arm | epoch 1 s (compile incl.) | steady epoch s, median [IQR] | fastest steady epoch s | "
-          "steady step median ms | images/s | throughput vs course | epoch time vs bare |")
+    print(
+        "| arm | epoch 1 s (compile incl.) | steady epoch s, median [IQR] | fastest steady epoch s | "
+        "steady step median ms | images/s | throughput vs course | epoch time vs bare |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for arm in arms:
         r = rows[arm]
-        print("| %s | %.2f | %.2f [%.2f–%.2f] | %.2f | %.2f | %.0f | %.2fx | %+.1f %% |" % (
-            arm, r["first_epoch_s"], r["steady_epoch_s"], r["steady_q1_s"], r["steady_q3_s"],
-            r["fastest_steady_epoch_s"], r["step_ms_median"], r["images_per_s"],
-            rows.get("course", r)["steady_epoch_s"] / r["steady_epoch_s"],
-            100.0 * (r["steady_epoch_s"] / rows.get("bare", r)["steady_epoch_s"] - 1.0)))
+        print(
+            "| %s | %.2f | %.2f [%.2f–%.2f] | %.2f | %.2f | %.0f | %.2fx | %+.1f %% |"
+            % (
+                arm,
+                r["first_epoch_s"],
+                r["steady_epoch_s"],
+                r["steady_q1_s"],
+                r["steady_q3_s"],
+                r["fastest_steady_epoch_s"],
+                r["step_ms_median"],
+                r["images_per_s"],
+                rows.get("course", r)["steady_epoch_s"] / r["steady_epoch_s"],
+                100.0 * (r["steady_epoch_s"] / rows.get("bare", r)["steady_epoch_s"] - 1.0),
+            )
+        )
     if not {"course", "job", "bare"} <= set(rows):
         return 0  # a subset of the arms (--arms): no ratios between them
     vs_course = rows["course"]["steady_epoch_s"] / rows["job"]["steady_epoch_s"]
@@ -306,15 +385,26 @@ def main() -> int:
     alt_bare = rows["job"]["median_of_run_medians_s"] / rows["bare"]["median_of_run_medians_s"] - 1.0
     print()
     print("steady epoch = median over every steady epoch of every round (%d per arm)" % rows["job"]["n_steady"])
-    print("job vs course recipe: %.2fx throughput (goal >= %.1fx): %s" % (
-        vs_course, GOAL_VS_COURSE, "met" if vs_course >= GOAL_VS_COURSE else "NOT met"))
-    print("job vs bare loop: %+.1f %% epoch time (goal within %.0f %%): %s" % (
-        100 * vs_bare, 100 * GOAL_VS_BARE, "met" if vs_bare <= GOAL_VS_BARE else "NOT met"))
+    print(
+        "job vs course recipe: %.2fx throughput (goal >= %.1fx): %s"
+        % (vs_course, GOAL_VS_COURSE, "met" if vs_course >= GOAL_VS_COURSE else "NOT met")
+    )
+    print(
+        "job vs bare loop: %+.1f %% epoch time (goal within %.0f %%): %s"
+        % (100 * vs_bare, 100 * GOAL_VS_BARE, "met" if vs_bare <= GOAL_VS_BARE else "NOT met")
+    )
     print("the same from the median of each round's median: %.2fx and %+.1f %%" % (alt_course, 100 * alt_bare))
     last = raw["job"][-1]
-    print("job steady step (last round): median %.2f ms, p95 %.2f ms, n=%d; compile %.2f s; val macro-F1 per epoch %s" % (
-        last["steady"]["median_ms"], last["steady"]["p95_ms"], last["steady"]["n"], last["first_step_s"],
-        " ".join("%.4f" % f for f in last["val_macro_f1"])))
+    print(
+        "job steady step (last round): median %.2f ms, p95 %.2f ms, n=%d; compile %.2f s; val macro-F1 per epoch %s"
+        % (
+            last["steady"]["median_ms"],
+            last["steady"]["p95_ms"],
+            last["steady"]["n"],
+            last["first_step_s"],
+            " ".join("%.4f" % f for f in last["val_macro_f1"]),
+        )
+    )
     print("load average after: %.2f %.2f %.2f" % os.getloadavg())
     return 0
 

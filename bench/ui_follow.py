@@ -29,9 +29,9 @@ from typing import Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.config import defaults  # noqa: E402
-from workbench.runner import JobRunner  # noqa: E402
-from workbench.session import SessionStore  # noqa: E402
+from workbench.config.layers import defaults  # noqa: E402
+from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.session.store import SessionStore  # noqa: E402
 
 SERVER = "wbbench"  # tmux -L socket name
 FROZEN = "frozen"
@@ -144,12 +144,13 @@ def finished_copy(sessions: Path, sid: str, into: Path) -> None:
         if not events.exists():
             continue
         data = events.read_bytes()
-        data = data[:data.rfind(b"\n") + 1]  # a torn last line is dropped, as a reader would wait for it
-        last = json.loads(data[data.rfind(b"\n", 0, len(data) - 1) + 1:])
+        data = data[: data.rfind(b"\n") + 1]  # a torn last line is dropped, as a reader would wait for it
+        last = json.loads(data[data.rfind(b"\n", 0, len(data) - 1) + 1 :])
         fin = {"v": 1, "seq": last["seq"] + 1, "t": last["t"] + 0.1, "type": "finished", "status": "ok", "error": None}
         events.write_bytes(data + (json.dumps(fin) + "\n").encode())
-        (job / "exit.json").write_text(json.dumps({"returncode": 0, "signal": None, "duration_s": 1.0,
-                                                   "timed_out": False, "cancelled": False}))
+        (job / "exit.json").write_text(
+            json.dumps({"returncode": 0, "signal": None, "duration_s": 1.0, "timed_out": False, "cancelled": False})
+        )
         (job / "pids.json").unlink(missing_ok=True)
 
 
@@ -157,7 +158,13 @@ def _start_tui(name: str, tree: Path, sessions: Path, sid: str, ui_nice: int) ->
     # Not exec'd: tmux sends SIGCONT to a pane process that stops (server_child_stopped), so the UI
     # runs as the pane shell's child, whose stops tmux never sees.
     command = "cd %s && PYTHONPATH=%s %s -m workbench --sessions %s --set ui.nice=%d attach %s; true" % (
-        tree, tree, sys.executable, sessions, ui_nice, sid)
+        tree,
+        tree,
+        sys.executable,
+        sessions,
+        ui_nice,
+        sid,
+    )
     target = "arm%d" % len(_tmux("list-sessions").stdout.splitlines())
     _tmux("new-session", "-d", "-s", target, "-x", "120", "-y", "36", command, check=True)
     shell = _tmux_int(target, "#{pane_pid}")
@@ -212,10 +219,17 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
                 if arm is not None:
                     arm["freezer"].freeze()
                 name = arm["name"] if arm is not None else FROZEN
-                spans.append({"arm": name, "t0": t0, "t1": t1,
-                              "ui_cpu_pct": 100.0 * (ui1[arm["name"]] - ui0[arm["name"]]) / (t1 - t0) if arm else
-                              100.0 * sum(ui1[n] - ui0[n] for n in ui0) / (t1 - t0),
-                              "tmux_cpu_pct": 100.0 * (tmux1 - tmux0) / (t1 - t0)})
+                spans.append(
+                    {
+                        "arm": name,
+                        "t0": t0,
+                        "t1": t1,
+                        "ui_cpu_pct": 100.0 * (ui1[arm["name"]] - ui0[arm["name"]]) / (t1 - t0)
+                        if arm
+                        else 100.0 * sum(ui1[n] - ui0[n] for n in ui0) / (t1 - t0),
+                        "tmux_cpu_pct": 100.0 * (tmux1 - tmux0) / (t1 - t0),
+                    }
+                )
         finally:
             for arm in arms:
                 arm["freezer"].close()
@@ -228,8 +242,12 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
         ms = sum(s[1] for s in inside)
         span["steps"] = len(inside)
         span["images_per_s"] = 1000.0 * sum(s[2] for s in inside) / ms if ms else 0.0
-    return {"spans": spans, "ui_nice": ui_nice, "arms": [a["name"] for a in arms],
-            "frozen_by": arms[0]["freezer"].method if arms else ""}
+    return {
+        "spans": spans,
+        "ui_nice": ui_nice,
+        "arms": [a["name"] for a in arms],
+        "frozen_by": arms[0]["freezer"].method if arms else "",
+    }
 
 
 def _steady_steps(events: Path) -> List[tuple]:
@@ -275,18 +293,30 @@ def print_following(t: Dict) -> int:
         print("training comparison skipped: %s" % t["skipped"])
         return 0
     spans = t["spans"]
-    print("\n| %g-s windows, one training run, ui.nice=%d | n | UI CPU %% of a core, median (quartiles) | mean | "
-          "tmux server %% | images/s ratio to frozen neighbours, median (quartiles) |"
-          % (round(spans[0]["t1"] - spans[0]["t0"], 1), t["ui_nice"]))
+    print(
+        "\n| %g-s windows, one training run, ui.nice=%d | n | UI CPU %% of a core, median (quartiles) | mean | "
+        "tmux server %% | images/s ratio to frozen neighbours, median (quartiles) |"
+        % (round(spans[0]["t1"] - spans[0]["t0"], 1), t["ui_nice"])
+    )
     print("|---|---|---|---|---|---|")
     for arm in t["arms"] + [FROZEN]:
         mine = [s for s in spans if s["arm"] == arm]
         label = "every TUI frozen (floor)" if arm == FROZEN else arm + " following"
         cpu = [s["ui_cpu_pct"] for s in mine]
-        print("| %s | %d | %s | %.1f | %s | %s |" % (
-            label, len(mine), _quartiles(cpu), statistics.mean(cpu), _quartiles([s["tmux_cpu_pct"] for s in mine]),
-            "" if arm == FROZEN else _quartiles(_ratios(spans, arm), "%.3f")))
+        print(
+            "| %s | %d | %s | %.1f | %s | %s |"
+            % (
+                label,
+                len(mine),
+                _quartiles(cpu),
+                statistics.mean(cpu),
+                _quartiles([s["tmux_cpu_pct"] for s in mine]),
+                "" if arm == FROZEN else _quartiles(_ratios(spans, arm), "%.3f"),
+            )
+        )
     frozen = [s["images_per_s"] for s in spans if s["arm"] == FROZEN and s["images_per_s"]]
-    print("\nfrozen by %s; steady images/s with every TUI frozen: mean %.0f; load average at the end: %s"
-          % (t["frozen_by"], statistics.mean(frozen) if frozen else 0.0, " ".join("%.2f" % x for x in os.getloadavg())))
+    print(
+        "\nfrozen by %s; steady images/s with every TUI frozen: mean %.0f; load average at the end: %s"
+        % (t["frozen_by"], statistics.mean(frozen) if frozen else 0.0, " ".join("%.2f" % x for x in os.getloadavg()))
+    )
     return 0

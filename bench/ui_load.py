@@ -25,10 +25,10 @@ from textual.binding import Binding  # noqa: E402
 
 from bench.ui_follow import follow_training, print_following  # noqa: E402
 from screens.app import WorkbenchApp  # noqa: E402
-from workbench.config import defaults  # noqa: E402
-from workbench.protocol import encode  # noqa: E402
-from workbench.runner import JobRunner  # noqa: E402
-from workbench.session import SessionStore  # noqa: E402
+from workbench.config.layers import defaults  # noqa: E402
+from workbench.events.protocol import encode  # noqa: E402
+from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.session.store import SessionStore  # noqa: E402
 
 
 class ProbeApp(WorkbenchApp):
@@ -76,8 +76,13 @@ async def follow_drill(rate: float, seconds: float, mode: str) -> dict:
         JobRunner.cancel(job)
         JobRunner.wait(job, 30)
     latencies.sort()
-    return {"rate": rate, "ingested_per_s": ingested / wall, "ui_cpu_pct": 100.0 * cpu / wall,
-            "key_p50_ms": statistics.median(latencies), "key_p95_ms": latencies[int(0.95 * (len(latencies) - 1))]}
+    return {
+        "rate": rate,
+        "ingested_per_s": ingested / wall,
+        "ui_cpu_pct": 100.0 * cpu / wall,
+        "key_p50_ms": statistics.median(latencies),
+        "key_p95_ms": latencies[int(0.95 * (len(latencies) - 1))],
+    }
 
 
 async def burst(n_events: int) -> dict:
@@ -86,12 +91,33 @@ async def burst(n_events: int) -> dict:
         store = SessionStore(Path(tmp))
         sid = store.create()
         job_dir = store.new_job_dir(sid, "drill")
-        (job_dir / "job.json").write_text(json.dumps({"jid": job_dir.name, "kind": "drill", "created": time.time(),
-                                                      "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}))
+        (job_dir / "job.json").write_text(
+            json.dumps(
+                {
+                    "jid": job_dir.name,
+                    "kind": "drill",
+                    "created": time.time(),
+                    "device": {"requested": "CPU", "resolved": "CPU", "id": 0},
+                }
+            )
+        )
         with open(job_dir / "events.jsonl", "w") as fh:
             for i in range(n_events):
-                fh.write(encode({"v": 1, "seq": i, "t": 0.0, "type": "step", "epoch": 1, "step": i, "loss": 1.0,
-                                 "step_ms": 1.0, "batch_size": 64}))
+                fh.write(
+                    encode(
+                        {
+                            "v": 1,
+                            "seq": i,
+                            "t": 0.0,
+                            "type": "step",
+                            "epoch": 1,
+                            "step": i,
+                            "loss": 1.0,
+                            "step_ms": 1.0,
+                            "batch_size": 64,
+                        }
+                    )
+                )
         (job_dir / "exit.json").write_text(json.dumps({"returncode": 0, "duration_s": 1.0}))
         app = ProbeApp(store, sid, defaults())
         t0 = time.perf_counter()
@@ -120,10 +146,15 @@ def main() -> int:
     for rate in (100, 1000, 10000):
         for mode, name in (("6", "Session (visible)"), ("3", "Training (Session hidden)")):
             r = asyncio.run(follow_drill(rate, args.seconds, mode))
-            print("| %d | %s | %.0f | %.1f | %.1f | %.1f |" % (rate, name, r["ingested_per_s"], r["ui_cpu_pct"],
-                                                          r["key_p50_ms"], r["key_p95_ms"]))
+            print(
+                "| %d | %s | %.0f | %.1f | %.1f | %.1f |"
+                % (rate, name, r["ingested_per_s"], r["ui_cpu_pct"], r["key_p50_ms"], r["key_p95_ms"])
+            )
     b = asyncio.run(burst(200_000))
-    print("\nburst: %d events ingested in %.2f s = %.0f events/s (goal >= 20 000)" % (b["events"], b["seconds"], b["per_s"]))
+    print(
+        "\nburst: %d events ingested in %.2f s = %.0f events/s (goal >= 20 000)"
+        % (b["events"], b["seconds"], b["per_s"])
+    )
     if not args.no_train:
         print_following(follow_training(*train))
     return 0

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ui_follow import start_steady_training  # noqa: E402
 from screens.app import WorkbenchApp  # noqa: E402
-from workbench.config import defaults  # noqa: E402
-from workbench.runner import JobRunner  # noqa: E402
-from workbench.session import SessionStore  # noqa: E402
+from workbench.config.layers import defaults  # noqa: E402
+from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.session.store import SessionStore  # noqa: E402
 
 
 def cpu_s() -> float:
@@ -56,8 +56,10 @@ async def follow(store: SessionStore, sid: str, seconds: float, top: int) -> Non
         await pilot.pause(seconds)
         profile.disable()
         wall, cpu = time.perf_counter() - t0, cpu_s() - c0
-        print("following %.1f s: process CPU %.1f %% of a core (profiled); %.1f polls/s, %.2f redraws/s"
-              % (wall, 100.0 * cpu / wall, (app.polls - polls) / wall, (screen.redraws - redraws) / wall))
+        print(
+            "following %.1f s: process CPU %.1f %% of a core (profiled); %.1f polls/s, %.2f redraws/s"
+            % (wall, 100.0 * cpu / wall, (app.polls - polls) / wall, (screen.redraws - redraws) / wall)
+        )
     for key in ("tottime", "cumulative"):
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats(key).print_stats(top)

@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 
-from workbench.jobkit import JobContext, run
+from workbench.jobkit.context import JobContext, run
 
 
 def main(ctx: JobContext) -> str:

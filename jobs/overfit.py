@@ -13,11 +13,10 @@ import sys
 import time
 from typing import Any, Dict, List
 
-from workbench.jobkit import JobContext, run
-from workbench.protocol import Evidence
-
-from jobs.train import Trainer
-from jobs.train_timing import EventPipe
+from jobs.train.job import Trainer
+from jobs.train.timing import EventPipe
+from workbench.events.protocol import Evidence
+from workbench.jobkit.context import JobContext, run
 
 CHECK_ID = "overfit-batch"
 CHECK_TITLE = "overfit one fixed batch"
@@ -49,8 +48,16 @@ def overfit(ctx: JobContext, trainer: Trainer) -> Dict[str, Any]:
         loss = float(trainer.train_step(xb, yb).asnumpy())
         step_ms = (time.perf_counter() - t0) * 1000.0
         losses.append(loss)
-        pipe.put("step", epoch=1, step=step + 1, global_step=step + 1, loss=loss, step_ms=step_ms,
-                 batch_size=size, phase="compile" if step == 0 else "overfit")
+        pipe.put(
+            "step",
+            epoch=1,
+            step=step + 1,
+            global_step=step + 1,
+            loss=loss,
+            step_ms=step_ms,
+            batch_size=size,
+            phase="compile" if step == 0 else "overfit",
+        )
         if not math.isfinite(loss):
             break
         if losses[0] > 0 and loss <= losses[0] / o.factor:
@@ -65,23 +72,49 @@ def overfit(ctx: JobContext, trainer: Trainer) -> Dict[str, Any]:
     finite = all(math.isfinite(v) for v in losses)
     factor = first / last if finite and last > 0 else (math.inf if finite else None)
     evidence = {
-        "batch_size": size, "factor_wanted": o.factor, "steps_max": o.steps, "steps_run": len(losses),
-        "reached_at_step": reached_at, "first_loss": first, "last_loss": last, "min_loss": min(losses) if finite else None,
-        "factor_reached": factor, "finite": finite, "seconds": elapsed, "curve": thin_curve(losses),
+        "batch_size": size,
+        "factor_wanted": o.factor,
+        "steps_max": o.steps,
+        "steps_run": len(losses),
+        "reached_at_step": reached_at,
+        "first_loss": first,
+        "last_loss": last,
+        "min_loss": min(losses) if finite else None,
+        "factor_reached": factor,
+        "finite": finite,
+        "seconds": elapsed,
+        "curve": thin_curve(losses),
         "batch_rule": "the first %d images of the train split, one fixed batch, no shuffling" % size,
-        "lr": t.lr, "optimizer": t.optimizer, "precision": t.precision, "mode": t.mode, "model": ctx.cfg.model.name,
+        "lr": t.lr,
+        "optimizer": t.optimizer,
+        "precision": t.precision,
+        "mode": t.mode,
+        "model": ctx.cfg.model.name,
     }
     if reached_at is not None:
-        ctx.check(CHECK_ID, CHECK_TITLE, Evidence.PASS,
-                  "loss fell %.1f× (%.4f -> %.4g) in %d steps on one batch of %d (wanted %g× within %d)" % (
-                      factor, first, last, reached_at, size, o.factor, o.steps), evidence=evidence)
+        ctx.check(
+            CHECK_ID,
+            CHECK_TITLE,
+            Evidence.PASS,
+            "loss fell %.1f× (%.4f -> %.4g) in %d steps on one batch of %d (wanted %g× within %d)"
+            % (factor, first, last, reached_at, size, o.factor, o.steps),
+            evidence=evidence,
+        )
     else:
-        why = "a loss turned non-finite at step %d" % len(losses) if not finite else \
-            "the loss fell only %.2f× (%.4f -> %.4g) in %d steps" % (factor, first, last, len(losses))
-        ctx.check(CHECK_ID, CHECK_TITLE, Evidence.FAIL,
-                  "%s on one batch of %d; wanted %g× within %d steps" % (why, size, o.factor, o.steps),
-                  evidence=evidence, hint="check the loss, the labels and train.lr (0 never learns); "
-                                          "raise overfit.steps when the loss still falls")
+        why = (
+            "a loss turned non-finite at step %d" % len(losses)
+            if not finite
+            else "the loss fell only %.2f× (%.4f -> %.4g) in %d steps" % (factor, first, last, len(losses))
+        )
+        ctx.check(
+            CHECK_ID,
+            CHECK_TITLE,
+            Evidence.FAIL,
+            "%s on one batch of %d; wanted %g× within %d steps" % (why, size, o.factor, o.steps),
+            evidence=evidence,
+            hint="check the loss, the labels and train.lr (0 never learns); "
+            "raise overfit.steps when the loss still falls",
+        )
     return evidence
 
 
@@ -93,9 +126,22 @@ def main(ctx: JobContext) -> str:
     ctx.raise_if_cancelled()
     trainer.build()
     ev = overfit(ctx, trainer)
-    ctx.result({k: ev[k] for k in ("batch_size", "factor_wanted", "factor_reached", "reached_at_step",
-                                   "steps_run", "first_loss", "last_loss", "seconds")},
-               effective_device=trainer.effective)
+    ctx.result(
+        {
+            k: ev[k]
+            for k in (
+                "batch_size",
+                "factor_wanted",
+                "factor_reached",
+                "reached_at_step",
+                "steps_run",
+                "first_loss",
+                "last_loss",
+                "seconds",
+            )
+        },
+        effective_device=trainer.effective,
+    )
     return "ok"
 
 

@@ -1,107 +1,159 @@
-"""Numeric precision of a run: fp32, fp16 (parameters and inputs explicitly float16), amp-O1, amp-O2.
+"""The `precision` job: a training run in the candidate precision judged against its fp32 twin (check precision-run).
 
-The automatic mixed precision API is feature-detected: `mindspore.amp.auto_mixed_precision`
-(2.x), else `mindspore.train.amp.auto_mixed_precision`.
+Two `train` legs (jobs/common/legs.py) with the job's config, split, seed and budget, differing only in
+train.precision: `fp32` and the candidate (`precision_run.candidate`). The check needs both legs
+to end ok with every step loss finite, and |candidate - fp32| validation macro-F1 of the last
+epoch within `precision_run.max_macro_f1_delta`; it records the per-class recall deltas, the
+per-epoch train losses of both (the loss trend) and what the train step does about loss scaling.
+Run as `python -m jobs.precision --job-dir DIR` (the job kind `precision`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+import sys
+from typing import Any, Dict, Tuple
 
-import numpy as np
+from jobs.common import legs
+from workbench.events.protocol import Evidence
+from workbench.jobkit.context import JobContext, JobFailed, run
 
-from workbench.jobkit import JobFailed
-
-PRECISIONS = ("fp32", "fp16", "amp-O1", "amp-O2")
-# Adam's default eps (1e-8) is 0 in float16, so an fp16 moment of 0 divides by 0: the loss
-# turns inf within an epoch. 1e-4 is the smallest round value that is a normal float16.
-FP16_ADAM_EPS = 1e-4
-DEFAULT_ADAM_EPS = 1e-8
-
-
-def input_dtype(precision: str) -> np.dtype:
-    """The numpy dtype the input images are fed in."""
-    return np.dtype(np.float16) if precision == "fp16" else np.dtype(np.float32)
-
-
-def adam_eps(precision: str) -> float:
-    """Adam's eps for this precision (fp16 parameters need a representable eps)."""
-    return FP16_ADAM_EPS if precision == "fp16" else DEFAULT_ADAM_EPS
+CHECK_ID = "precision-run"
+CHECK_TITLE = "candidate-precision training run against fp32"
+# The train job's TrainOneStepCell has no loss-scale manager: no precision it runs scales the loss.
+LOSS_SCALE = {
+    "used": False,
+    "events": [],
+    "why": "the train job steps with nn.TrainOneStepCell without a loss-scale manager: the loss is never "
+    "scaled, so there are no scale updates or overflow skips to record",
+}
 
 
-def amp_api() -> Tuple[Optional[Callable], str]:
-    """(auto_mixed_precision, where it was found) or (None, why not)."""
-    import mindspore as ms
-
-    amp = getattr(ms, "amp", None)
-    if amp is not None and hasattr(amp, "auto_mixed_precision"):
-        return amp.auto_mixed_precision, "mindspore.amp.auto_mixed_precision"
-    try:
-        from mindspore.train.amp import auto_mixed_precision  # older layout
-    except ImportError:
-        return None, "neither mindspore.amp nor mindspore.train.amp has auto_mixed_precision"
-    return auto_mixed_precision, "mindspore.train.amp.auto_mixed_precision"
-
-
-def apply_precision(net, precision: str) -> Tuple[Any, Dict[str, Any]]:
-    """Prepare `net` for `precision`; return (the network to run, a description for events).
-
-    `net` itself keeps the parameters (the amp wrappers share them), so a checkpoint saved
-    from `net` loads into a plain `build_net` network.
-    """
-    import mindspore as ms
-
-    info: Dict[str, Any] = {"precision": precision, "input_dtype": str(input_dtype(precision))}
-    if precision == "fp32":
-        info["how"] = "float32 parameters and inputs"
-        return net, info
-    if precision == "fp16":
-        net.to_float(ms.float16)  # compute dtype of every cell
-        for param in net.get_parameters():
-            param.set_dtype(ms.float16)
-        info["how"] = "parameters set_dtype(float16), cells to_float(float16), inputs float16; loss in float32"
-        return net, info
-    if precision in ("amp-O1", "amp-O2"):
-        level = precision.split("-", 1)[1]
-        fn, where = amp_api()
-        if fn is None:
-            raise JobFailed("train.precision is %r but %s" % (precision, where),
-                            hint="use fp32 or fp16 with this MindSpore", type_="ConfigError")
-        try:
-            run_net = fn(net, amp_level=level)
-        except Exception as exc:
-            raise JobFailed("%s(net, amp_level=%r) failed: %s" % (where, level, exc),
-                            hint="try fp16 or fp32", type_=type(exc).__name__)
-        info["how"] = "%s(amp_level=%r), float32 inputs and master weights" % (where, level)
-        return run_net, info
-    raise JobFailed("train.precision is %r; expected one of %s" % (precision, ", ".join(PRECISIONS)),
-                    type_="ConfigError")
+def leg_facts(leg: legs.Leg) -> Dict[str, Any]:
+    """Status, finiteness, last-epoch metrics and the loss trend of one leg."""
+    facts: Dict[str, Any] = legs.leg_summary(leg)
+    finite = leg.check("finite-loss")
+    facts["finite_loss"] = None if finite is None else finite["status"]
+    facts["steps"] = len(leg.step_losses())
+    epochs = leg.epochs()
+    facts["train_loss_per_epoch"] = [e["train_loss"] for e in epochs]
+    if epochs:
+        val = epochs[-1]["val"]
+        facts.update(
+            epoch=epochs[-1]["epoch"],
+            macro_f1=val["macro_f1"],
+            accuracy=val["accuracy"],
+            recall=[c["recall"] for c in val["per_class"]],
+            class_names=[c.get("name", str(i)) for i, c in enumerate(val["per_class"])],
+        )
+    perf = [e for e in leg.events if e["type"] == "perf" and e.get("scope") == "run"]
+    facts["steady_median_ms"] = perf[-1]["steady"]["median_ms"] if perf else None
+    return facts
 
 
-def with_loss(run_net, loss_fn, precision: str):
-    """The network plus loss: the course's WithLossCell in fp32, else logits cast to float32 first."""
-    from mindspore import nn
+def judge(fp32: legs.Leg, cand: legs.Leg, candidate: str, tol: float) -> Tuple[str, str, Dict[str, Any]]:
+    """(status, detail, evidence) of check precision-run from the two finished legs."""
+    a, b = leg_facts(fp32), leg_facts(cand)
+    evidence: Dict[str, Any] = {
+        "candidate": candidate,
+        "max_macro_f1_delta": tol,
+        "fp32": a,
+        "candidate_leg": b,
+        "loss_scale": LOSS_SCALE,
+        "rule": "last epoch's validation metrics; same split, seed and budget",
+    }
+    if fp32.status != "ok":
+        err = fp32.error or {}
+        return (
+            Evidence.BLOCKED,
+            "the fp32 twin did not finish ok (%s: %s): nothing to judge against"
+            % (err.get("type"), err.get("message")),
+            evidence,
+        )
+    if cand.status != "ok":
+        err = cand.error or {}
+        if err.get("type") == "NonFiniteLoss":
+            return Evidence.FAIL, "%s training hit a non-finite loss: %s" % (candidate, err.get("message")), evidence
+        return (
+            Evidence.BLOCKED,
+            "the %s leg did not finish ok (%s: %s)" % (candidate, err.get("type"), err.get("message")),
+            evidence,
+        )
+    delta = b["macro_f1"] - a["macro_f1"]
+    recall_delta = [rb - ra for ra, rb in zip(a["recall"], b["recall"])]
+    worst = min(range(len(recall_delta)), key=lambda i: recall_delta[i])
+    evidence.update(
+        macro_f1_delta=delta,
+        recall_delta=recall_delta,
+        worst_recall_delta={"class": a["class_names"][worst], "delta": recall_delta[worst]},
+        train_loss_delta_last=b["train_loss_per_epoch"][-1] - a["train_loss_per_epoch"][-1],
+    )
+    finite = b["finite_loss"] == Evidence.PASS and a["finite_loss"] == Evidence.PASS
+    detail = (
+        "%s vs fp32 after %d epochs: val macro-F1 %.4f vs %.4f (Δ %+.4f, tolerance %.4f); worst recall Δ %+.4f "
+        "(%s); %d finite step losses each; no loss scaling in the train step"
+        % (
+            candidate,
+            a["epoch"],
+            b["macro_f1"],
+            a["macro_f1"],
+            delta,
+            tol,
+            recall_delta[worst],
+            a["class_names"][worst],
+            b["steps"],
+        )
+    )
+    if not finite:
+        return Evidence.FAIL, "not every step loss was checked finite; " + detail, evidence
+    if abs(delta) > tol:
+        return Evidence.FAIL, detail.replace("tolerance", "over the tolerance", 1), evidence
+    return Evidence.PASS, detail, evidence
 
-    if precision == "fp32":
-        return nn.WithLossCell(run_net, loss_fn)
-    return _float32_loss_class()(run_net, loss_fn)
+
+def main(ctx: JobContext) -> str:
+    """Run the fp32 twin and the candidate leg, compare, emit check precision-run."""
+    p, t = ctx.cfg.precision_run, ctx.cfg.train
+    if p.candidate == "fp32":
+        raise JobFailed(
+            "precision_run.candidate is 'fp32': the run would be judged against itself",
+            hint="set precision_run.candidate to fp16, amp-O1 or amp-O2",
+            type_="ConfigError",
+        )
+    common = {"train.resume_from": None, "train.profile.steps": 0, "perf.repeats": 1, "train.parallel.workers": 1}
+    ctx.started(
+        candidate=p.candidate,
+        max_macro_f1_delta=p.max_macro_f1_delta,
+        epochs=t.epochs,
+        train_limit=t.train_limit,
+        mode=t.mode,
+        seed=t.seed,
+        legs=["fp32", p.candidate],
+    )
+    ctx.progress(0, 2, "leg", "fp32 twin")
+    fp32 = legs.run_leg(ctx, "fp32", dict(common, **{"train.precision": "fp32"}))
+    ctx.progress(1, 2, "leg", p.candidate)
+    cand = legs.run_leg(ctx, p.candidate, dict(common, **{"train.precision": p.candidate}))
+    ctx.progress(2, 2, "leg", "compare")
+    status, detail, evidence = judge(fp32, cand, p.candidate, p.max_macro_f1_delta)
+    ctx.check(
+        CHECK_ID,
+        CHECK_TITLE,
+        status,
+        detail,
+        evidence=evidence,
+        hint=None if status == Evidence.PASS else "see legs/*/events.jsonl; fp32 is the reference",
+    )
+    ctx.result(
+        {
+            "status": status,
+            "candidate": p.candidate,
+            "macro_f1_delta": evidence.get("macro_f1_delta"),
+            "fp32_macro_f1": evidence["fp32"].get("macro_f1"),
+            "candidate_macro_f1": evidence["candidate_leg"].get("macro_f1"),
+        }
+    )
+    return "ok"
 
 
-def _float32_loss_class():
-    """Defined lazily so importing this module does not import MindSpore."""
-    import mindspore as ms
-    from mindspore import nn, ops
-
-    class Float32Loss(nn.Cell):
-        """Loss on float32 logits, whatever the network computes in."""
-
-        def __init__(self, backbone, loss_fn):
-            super().__init__(auto_prefix=False)
-            self._backbone = backbone
-            self._loss_fn = loss_fn
-
-        def construct(self, x, label):
-            return self._loss_fn(ops.cast(self._backbone(x), ms.float32), label)
-
-    return Float32Loss
-
+if __name__ == "__main__":
+    sys.exit(run(main))

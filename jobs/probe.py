@@ -17,8 +17,8 @@ import time
 import traceback
 from typing import Any, Dict, Optional
 
-from workbench.atomic import write_json
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
+from workbench.system.atomic import write_json
 
 # op -> (MindSpore dtype name, numpy dtype name, atol, rtol). Tolerances cover the rounding of
 # the dtype over a 64-term dot product of N(0, 1) values; a wrong kernel misses them by far.
@@ -34,7 +34,7 @@ SEED = 20240607
 def _hint(text: str) -> Optional[str]:
     """The known-error table's cause and next check for an error text."""
     try:
-        from jobs.msdevice import explain_error
+        from jobs.common.msdevice import explain_error
 
         return explain_error(text)
     except Exception:  # a hint is a help, never a reason to lose the error itself
@@ -53,13 +53,27 @@ def run_probe(target: str, device_id: int, op: str) -> Dict[str, Any]:
     """Run one probe in this process and return its verdict (never raises for device errors)."""
     t0 = time.monotonic()
     ms_dtype, np_dtype, atol, rtol = OPS[op]
-    out: Dict[str, Any] = {"op": op, "target": target, "id": device_id, "status": Evidence.FAIL,
-                           "stage": "import", "max_abs_diff": None, "atol": atol, "rtol": rtol,
-                           "shape": None, "dtype": None, "device": None, "elapsed_s": None, "error": None,
-                           "mindspore": None, "numpy": None, "timings_s": {}}
+    out: Dict[str, Any] = {
+        "op": op,
+        "target": target,
+        "id": device_id,
+        "status": Evidence.FAIL,
+        "stage": "import",
+        "max_abs_diff": None,
+        "atol": atol,
+        "rtol": rtol,
+        "shape": None,
+        "dtype": None,
+        "device": None,
+        "elapsed_s": None,
+        "error": None,
+        "mindspore": None,
+        "numpy": None,
+        "timings_s": {},
+    }
     try:
-        import numpy as np
         import mindspore as ms
+        import numpy as np
         from mindspore import Tensor, ops
 
         out["numpy"] = np.__version__
@@ -67,8 +81,8 @@ def run_probe(target: str, device_id: int, op: str) -> Dict[str, Any]:
         out["timings_s"]["import"] = round(time.monotonic() - t0, 3)
 
         out["stage"] = "set-device"
-        from jobs import msdevice
-        from workbench.jobkit import JobFailed
+        from jobs.common import msdevice
+        from workbench.jobkit.context import JobFailed
 
         t1 = time.monotonic()
         try:
@@ -92,14 +106,21 @@ def run_probe(target: str, device_id: int, op: str) -> Dict[str, Any]:
         out["timings_s"]["op_and_fetch"] = round(time.monotonic() - t2, 4)
 
         out["stage"] = "compare"
-        ref = (a.astype(np.float64) + b.astype(np.float64)) if op.startswith("add") else \
-            a.astype(np.float64) @ b.astype(np.float64)
+        ref = (
+            (a.astype(np.float64) + b.astype(np.float64))
+            if op.startswith("add")
+            else a.astype(np.float64) @ b.astype(np.float64)
+        )
         out["shape"] = list(got.shape)
         out["dtype"] = str(result.dtype)
         out["numpy_dtype"] = str(got.dtype)
         if got.shape != ref.shape:
-            out["error"] = {"stage": "compare", "type": "ShapeMismatch", "hint": None,
-                            "message": "result shape %s, numpy says %s" % (list(got.shape), list(ref.shape))}
+            out["error"] = {
+                "stage": "compare",
+                "type": "ShapeMismatch",
+                "hint": None,
+                "message": "result shape %s, numpy says %s" % (list(got.shape), list(ref.shape)),
+            }
             return out
         diff = np.abs(got.astype(np.float64) - ref)
         finite = bool(np.all(np.isfinite(got)))
@@ -111,10 +132,13 @@ def run_probe(target: str, device_id: int, op: str) -> Dict[str, Any]:
         if within:
             out["status"] = Evidence.PASS
         else:
-            out["error"] = {"stage": "compare", "type": "ValueMismatch", "hint": None,
-                            "message": "fetched values differ from numpy beyond atol %g + rtol %g·|ref|: "
-                                       "max abs diff %s%s" % (atol, rtol, out["max_abs_diff"],
-                                                             "" if finite else " (non-finite values)")}
+            out["error"] = {
+                "stage": "compare",
+                "type": "ValueMismatch",
+                "hint": None,
+                "message": "fetched values differ from numpy beyond atol %g + rtol %g·|ref|: "
+                "max abs diff %s%s" % (atol, rtol, out["max_abs_diff"], "" if finite else " (non-finite values)"),
+            }
         out["stage"] = "done"
         return out
     except Exception as exc:  # MindSpore raises RuntimeError/ValueError/TypeError/SystemError here
@@ -135,8 +159,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     verdict = run_probe(args.target, args.id, args.op)
     write_json(args.out, verdict)
-    print("probe %s on %s:%d: %s (max abs diff %s)" % (args.op, args.target, args.id, verdict["status"],
-                                                     verdict["max_abs_diff"]))
+    print(
+        "probe %s on %s:%d: %s (max abs diff %s)"
+        % (args.op, args.target, args.id, verdict["status"], verdict["max_abs_diff"])
+    )
     return 0
 
 

@@ -14,15 +14,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict
 
-from workbench.atomic import read_json, sha256_file, write_json
-from workbench.checkpoint_origin import run_not_ok_warning
-from workbench.jobconfig import JobConfig
-from workbench.jobkit import JobContext, JobFailed, run
-from workbench.metrics import metrics_report
-from workbench.protocol import Evidence
-
-from jobs import datafeed, models, msdevice, precision
-from jobs.imported_ckpt import counter_home, reverify_checkpoint
+from jobs.common import datafeed, models, msdevice, precision
+from jobs.common.imported_ckpt import counter_home, reverify_checkpoint
+from workbench.analysis.metrics import metrics_report
+from workbench.events.protocol import Evidence
+from workbench.jobkit.config import JobConfig
+from workbench.jobkit.context import JobContext, JobFailed, run
+from workbench.session.checkpoint_origin import run_not_ok_warning
+from workbench.system.atomic import read_json, sha256_file, write_json
 
 COUNTER_NAME = "test_evaluations.json"
 LOCK_NAME = "test_evaluations.lock"
@@ -47,19 +46,22 @@ def main(ctx: JobContext) -> str:
 
     ref = ctx.cfg.test["from"]  # `from` is a Python keyword: item access
     mode = ctx.cfg.train.mode
-    ctx.started(mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)}, mode=mode,
-                test_from=ref)
+    ctx.started(mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)}, mode=mode, test_from=ref)
     if not ref:
-        raise JobFailed("test.from is not set", hint="--set test.from=<train job id>, e.g. train-001",
-                        type_="ConfigError")
+        raise JobFailed(
+            "test.from is not set", hint="--set test.from=<train job id>, e.g. train-001", type_="ConfigError"
+        )
     train_dir = models.resolve_job_ref(ctx.dir, "test.from", ref)
     not_ok = run_not_ok_warning(train_dir)  # a crashed or cancelled run's best.ckpt can be tested, but says so
     if not_ok:
         ctx.log(not_ok, level="warning")
     best_ckpt, best_json = train_dir / "artifacts" / "best.ckpt", train_dir / "artifacts" / "best.json"
     if not best_json.is_file() or not best_ckpt.is_file():
-        raise JobFailed("test.from is %r: %s has no artifacts/best.ckpt + best.json" % (ref, train_dir),
-                        hint="the training job writes them after its first validated epoch", type_="FileNotFoundError")
+        raise JobFailed(
+            "test.from is %r: %s has no artifacts/best.ckpt + best.json" % (ref, train_dir),
+            hint="the training job writes them after its first validated epoch",
+            type_="FileNotFoundError",
+        )
     reverify_checkpoint(ctx, best_ckpt, "test.from")
     best = read_json(best_json)
     train_cfg = models.read_job_config(train_dir) or best.get("config")
@@ -74,18 +76,35 @@ def main(ctx: JobContext) -> str:
     digest = sha256_file(best_ckpt)
     recorded = (best.get("checkpoint") or {}).get("sha256")
     if recorded and digest != recorded:
-        ctx.check("checkpoint", "frozen checkpoint", Evidence.FAIL,
-                  "%s has SHA-256 %s, best.json records %s" % (best_ckpt, digest, recorded),
-                  evidence={"sha256": digest, "recorded": recorded})
-        raise JobFailed("best.ckpt changed after training: SHA-256 %s, recorded %s" % (digest, recorded),
-                        hint="evaluate an unmodified checkpoint", type_="CheckpointMismatch")
+        ctx.check(
+            "checkpoint",
+            "frozen checkpoint",
+            Evidence.FAIL,
+            "%s has SHA-256 %s, best.json records %s" % (best_ckpt, digest, recorded),
+            evidence={"sha256": digest, "recorded": recorded},
+        )
+        raise JobFailed(
+            "best.ckpt changed after training: SHA-256 %s, recorded %s" % (digest, recorded),
+            hint="evaluate an unmodified checkpoint",
+            type_="CheckpointMismatch",
+        )
     net = models.build_net(train_cfg.model.name, train_cfg.model.hidden)
     run_net, prec_info = precision.apply_precision(net, prec)
     loaded = models.load_weights(net, best_ckpt, "best checkpoint")
-    ctx.check("checkpoint", "frozen checkpoint", Evidence.PASS,
-              "%s of %s (epoch %s, val macro-F1 %.4f): %d tensors loaded, SHA-256 matches best.json" % (
-                  best_ckpt.name, train_dir.name, best.get("epoch"), (best.get("val") or {}).get("macro_f1", float("nan")),
-                  loaded["parameters"]), evidence={"path": str(best_ckpt), "sha256": digest})
+    ctx.check(
+        "checkpoint",
+        "frozen checkpoint",
+        Evidence.PASS,
+        "%s of %s (epoch %s, val macro-F1 %.4f): %d tensors loaded, SHA-256 matches best.json"
+        % (
+            best_ckpt.name,
+            train_dir.name,
+            best.get("epoch"),
+            (best.get("val") or {}).get("macro_f1", float("nan")),
+            loaded["parameters"],
+        ),
+        evidence={"path": str(best_ckpt), "sha256": digest},
+    )
 
     try:
         images, labels, data_desc = datafeed.load_test_set(train_dir, train_cfg)
@@ -101,30 +120,60 @@ def main(ctx: JobContext) -> str:
     ctx.progress(len(labels), len(labels), "image", "test")
     report = metrics_report(labels, pred)
 
-    entry = {"job": ctx.meta.get("jid"), "session": ctx.meta.get("session"), "dir": str(ctx.dir), "t": time.time(),
-             "accuracy": report["accuracy"], "macro_f1": report["macro_f1"], "checkpoint_sha256": digest}
+    entry = {
+        "job": ctx.meta.get("jid"),
+        "session": ctx.meta.get("session"),
+        "dir": str(ctx.dir),
+        "t": time.time(),
+        "accuracy": report["accuracy"],
+        "macro_f1": report["macro_f1"],
+        "checkpoint_sha256": digest,
+    }
     home = counter_home(train_dir, ctx.dir, COUNTER_NAME)  # an imported run's folder is read-only
     counter = record_evaluation(home, entry)
     count = counter["count"]
-    evidence = {"count": count, "file": str(home / COUNTER_NAME),
-                "jobs": [e.get("job") for e in counter["evaluations"]]}
+    evidence = {
+        "count": count,
+        "file": str(home / COUNTER_NAME),
+        "jobs": [e.get("job") for e in counter["evaluations"]],
+    }
     if count == 1:
-        ctx.check("test-evaluations", "test set evaluated once", Evidence.PASS,
-                  "first evaluation of the test set for %s" % train_dir.name, evidence=evidence)
+        ctx.check(
+            "test-evaluations",
+            "test set evaluated once",
+            Evidence.PASS,
+            "first evaluation of the test set for %s" % train_dir.name,
+            evidence=evidence,
+        )
     else:
-        ctx.check("test-evaluations", "test set evaluated once", Evidence.FAIL,
-                  "the test set has now been evaluated %d times for %s; choosing settings by these numbers "
-                  "turns the test set into a validation set" % (count, train_dir.name), evidence=evidence,
-                  hint="freeze the configuration by validation macro-F1; report the first test result",
-                  severity="warning")
-    ctx.result(dict(report, **{
-        "from": train_dir.name, "train_dir": str(train_dir), "best_epoch": best.get("epoch"),
-        "source_run_warning": not_ok,
-        "val_macro_f1": (best.get("val") or {}).get("macro_f1"), "test_evaluations": count,
-        "eval_s": eval_s, "data": data_desc, "precision": prec_info,
-        "effective_device": effective,
-        "checkpoint": {"path": str(best_ckpt), "sha256": digest},
-    }))
+        ctx.check(
+            "test-evaluations",
+            "test set evaluated once",
+            Evidence.FAIL,
+            "the test set has now been evaluated %d times for %s; choosing settings by these numbers "
+            "turns the test set into a validation set" % (count, train_dir.name),
+            evidence=evidence,
+            hint="freeze the configuration by validation macro-F1; report the first test result",
+            severity="warning",
+        )
+    ctx.result(
+        dict(
+            report,
+            **{
+                "from": train_dir.name,
+                "train_dir": str(train_dir),
+                "best_epoch": best.get("epoch"),
+                "source_run_warning": not_ok,
+                "val_macro_f1": (best.get("val") or {}).get("macro_f1"),
+                "test_evaluations": count,
+                "eval_s": eval_s,
+                "data": data_desc,
+                "precision": prec_info,
+                "effective_device": effective,
+                "checkpoint": {"path": str(best_ckpt), "sha256": digest},
+            },
+        )
+    )
     return "ok"
 
 

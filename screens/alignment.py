@@ -14,10 +14,19 @@ from textual.widgets import Button, DataTable, Input, Select, Static
 from screens.base import WorkbenchScreen
 from screens.form import check_fields
 from screens.widgets.evidence import badge
-from workbench.config import PRECISIONS, TARGETS
-from workbench.fashion import CLASS_NAMES
-from workbench.views.alignment import (ROLE, SIDES, AlignmentView, dtype_text, formula_lines, hist_rows, num,
-                                       percent, shape_text)
+from workbench.config.layers import PRECISIONS, TARGETS
+from workbench.data.fashion import CLASS_NAMES
+from workbench.views.alignment import (
+    ROLE,
+    SIDES,
+    AlignmentView,
+    dtype_text,
+    formula_lines,
+    hist_rows,
+    num,
+    percent,
+    shape_text,
+)
 
 MODES = ("pynative", "graph")
 # Presets cycled by `p`: the comparisons the course asks for, in the order it asks for them.
@@ -59,8 +68,10 @@ def side_panel(view: AlignmentView, side: str) -> Text:
     if not check:
         return text
     if check.get("status") != "observed-pass":
-        text.append("\n" + compact_message(str(check.get("detail") or "")),
-                    style="red" if check.get("status") != "not-run" else "dim")
+        text.append(
+            "\n" + compact_message(str(check.get("detail") or "")),
+            style="red" if check.get("status") != "not-run" else "dim",
+        )
         if check.get("hint"):
             text.append("\nhint: " + str(check["hint"]), style="dim")
         return text
@@ -70,18 +81,28 @@ def side_panel(view: AlignmentView, side: str) -> Text:
     state = settings.get("state") or {}
     text.append("\nMindSpore reports %s:%s, %s mode" % (eff.get("target"), eff.get("device_id"), eff.get("mode")))
     text.append("\n%s: %s" % (precision.get("precision"), str(precision.get("how")).replace("mindspore.", "")))
-    text.append("\nforward %s, loss+grads %s · pid %s · MindSpore %s" % (
-        state.get("forward"), state.get("loss_grads"), evidence.get("pid"), evidence.get("mindspore")))
+    text.append(
+        "\nforward %s, loss+grads %s · pid %s · MindSpore %s"
+        % (state.get("forward"), state.get("loss_grads"), evidence.get("pid"), evidence.get("mindspore"))
+    )
     tap = evidence.get("tap_check") or {}
     if tap.get("max_abs") not in (None, 0, 0.0):
         text.append("\nlayer tap differs from the logits by %s" % num(tap.get("max_abs")), style="yellow")
     return text
 
 
-SHORT_TITLES = {"match.preprocessing": "scaling", "match.input-range": "input range", "match.class-order": "classes",
-                "match.loss-reduction": "loss reduction", "match.state": "state", "match.seed": "seed",
-                "match.inputs": "batch", "match.init": "init weights", "match.model": "model",
-                "match.optimizer": "optimizer"}
+SHORT_TITLES = {
+    "match.preprocessing": "scaling",
+    "match.input-range": "input range",
+    "match.class-order": "classes",
+    "match.loss-reduction": "loss reduction",
+    "match.state": "state",
+    "match.seed": "seed",
+    "match.inputs": "batch",
+    "match.init": "init weights",
+    "match.model": "model",
+    "match.optimizer": "optimizer",
+}
 
 
 def matched_table(view: AlignmentView, columns: int = 3) -> Table:
@@ -94,7 +115,7 @@ def matched_table(view: AlignmentView, columns: int = 3) -> Table:
         passed = check.get("status") == "observed-pass"
         detail = str(check.get("detail") or "")
         if passed and detail.startswith("both "):
-            detail = detail[len("both "):]
+            detail = detail[len("both ") :]
         elif passed and check.get("id") == "match.input-range":
             detail = "%s on both" % ((check.get("evidence") or {}).get("ref"),)
         cell = badge(str(check.get("status")))
@@ -102,7 +123,7 @@ def matched_table(view: AlignmentView, columns: int = 3) -> Table:
         cell.append(detail, style="" if passed else "red")
         cells.append(cell)
     for i in range(0, len(cells), columns):
-        row = cells[i:i + columns]
+        row = cells[i : i + columns]
         table.add_row(*(row + [Text("")] * (columns - len(row))))
     return table
 
@@ -126,8 +147,10 @@ def detail_panel(view: AlignmentView, diff: Optional[Dict[str, Any]]) -> Text:
     size = diff.get("size")
     ratio = diff.get("mismatch_ratio")
     outside = int(round(ratio * size)) if isinstance(ratio, (int, float)) and isinstance(size, int) else None
-    text.append("\nmismatch %s (%s of %s elements)" % (percent(ratio), "—" if outside is None else outside,
-                                                     size if size is not None else "—"))
+    text.append(
+        "\nmismatch %s (%s of %s elements)"
+        % (percent(ratio), "—" if outside is None else outside, size if size is not None else "—")
+    )
     nonfinite = [(k, diff.get(k)) for k in ("nan_ref", "nan_cand", "inf_ref", "inf_cand") if diff.get(k)]
     if nonfinite:
         text.append("\n" + ", ".join("%s %s" % kv for kv in nonfinite), style="bold red")
@@ -149,11 +172,14 @@ def flips_text(view: AlignmentView) -> Text:
         return Text("")
     text = Text()
     text.append("class flips: ", style="bold")
-    text.append("%d of %d samples change their predicted class" % (flips.get("count", 0), flips.get("n", 0)),
-                style="bold red" if flips.get("count") else "green")
+    text.append(
+        "%d of %d samples change their predicted class" % (flips.get("count", 0), flips.get("n", 0)),
+        style="bold red" if flips.get("count") else "green",
+    )
     for pair in (flips.get("pairs") or [])[:12]:
-        text.append("\n  sample %s: %s → %s" % (pair.get("index"), _cls(pair.get("ref_class")),
-                                                _cls(pair.get("cand_class"))))
+        text.append(
+            "\n  sample %s: %s → %s" % (pair.get("index"), _cls(pair.get("ref_class")), _cls(pair.get("cand_class")))
+        )
         if "label" in pair:
             text.append("  (label %s)" % _cls(pair.get("label")), style="dim")
     if len(flips.get("pairs") or []) > 12:
@@ -174,8 +200,11 @@ class AlignmentScreen(WorkbenchScreen):
     title_text = "Alignment"
     CSS_PATH = "alignment.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-    BINDINGS = [Binding("r,ctrl+s", "run_align", "Run"), Binding("p", "preset", "Preset paths"),
-                Binding("f", "first_failure", "First failure")]
+    BINDINGS = [
+        Binding("r,ctrl+s", "run_align", "Run"),
+        Binding("p", "preset", "Preset paths"),
+        Binding("f", "first_failure", "First failure"),
+    ]
 
     def compose_body(self) -> ComposeResult:
         align = self.app.cfg["align"]
@@ -190,12 +219,27 @@ class AlignmentScreen(WorkbenchScreen):
                 path = align[ROLE[side]]
                 with Horizontal(classes="pathrow"):
                     yield Static(label, classes="rowlabel")
-                    yield Select([(t, t) for t in TARGETS], value=path["target"], allow_blank=False,
-                                 id="%s-target" % side, compact=True)
-                    yield Select([(m, m) for m in MODES], value=path["mode"], allow_blank=False,
-                                 id="%s-mode" % side, compact=True)
-                    yield Select([(p, p) for p in PRECISIONS], value=path["precision"], allow_blank=False,
-                                 id="%s-precision" % side, compact=True)
+                    yield Select(
+                        [(t, t) for t in TARGETS],
+                        value=path["target"],
+                        allow_blank=False,
+                        id="%s-target" % side,
+                        compact=True,
+                    )
+                    yield Select(
+                        [(m, m) for m in MODES],
+                        value=path["mode"],
+                        allow_blank=False,
+                        id="%s-mode" % side,
+                        compact=True,
+                    )
+                    yield Select(
+                        [(p, p) for p in PRECISIONS],
+                        value=path["precision"],
+                        allow_blank=False,
+                        id="%s-precision" % side,
+                        compact=True,
+                    )
                     yield Static(tol, classes="tollabel")
                     value = align[tol]
                     yield Input("" if value is None else str(value), placeholder="per dtype", id=tol, compact=True)
@@ -288,14 +332,18 @@ class AlignmentScreen(WorkbenchScreen):
             if tol.get("atol") is None and tol.get("rtol") is None:
                 line.append("  tolerances per dtype (torch.testing defaults)", style="dim")
             else:
-                line.append("  atol %s rtol %s" % tuple(
-                    num(tol[k]) if tol.get(k) is not None else "per dtype" for k in ("atol", "rtol")), style="dim")
+                line.append(
+                    "  atol %s rtol %s"
+                    % tuple(num(tol[k]) if tol.get(k) is not None else "per dtype" for k in ("atol", "rtol")),
+                    style="dim",
+                )
         prog = view.progress
         if prog and view.state == "running":
             line.append("  %s %s/%s" % (prog.get("phase", ""), prog.get("done"), prog.get("total")))
         if view.error and view.error.get("type") not in ("Blocked", "SideFailed"):  # those show in a path panel
-            line.append("  %s: %s" % (view.error.get("type"), str(view.error.get("message")).splitlines()[0][:90]),
-                        style="red")
+            line.append(
+                "  %s: %s" % (view.error.get("type"), str(view.error.get("message")).splitlines()[0][:90]), style="red"
+            )
         return line
 
     def _divergence(self, view: AlignmentView) -> Text:
@@ -306,16 +354,19 @@ class AlignmentScreen(WorkbenchScreen):
             text.append("%s (#%d)" % (diff.get("name"), first), style="bold")
             ratio, size = diff.get("mismatch_ratio"), diff.get("size")
             if isinstance(ratio, (int, float)) and isinstance(size, int):
-                text.append(" — %d of %d elements outside atol %s + rtol %s·|ref|" % (
-                    int(round(ratio * size)), size, num(diff.get("atol")), num(diff.get("rtol"))))
+                text.append(
+                    " — %d of %d elements outside atol %s + rtol %s·|ref|"
+                    % (int(round(ratio * size)), size, num(diff.get("atol")), num(diff.get("rtol")))
+                )
             else:
                 text.append(" — %s" % (diff.get("reason") or "not compared"))
             return text
         if view.diffs and view.verdict == "observed-pass":
             return Text("every tensor within tolerance, in forward order", style="green")
         if not view.diffs and any(view.side_status(s) in ("blocked", "observed-fail") for s in SIDES):
-            return Text("nothing compared: a path did not run, and no substitute is compared in its place",
-                        style="bold yellow")
+            return Text(
+                "nothing compared: a path did not run, and no substitute is compared in its place", style="bold yellow"
+            )
         return Text("")
 
     def _tensors(self, view: AlignmentView) -> None:
@@ -333,10 +384,16 @@ class AlignmentScreen(WorkbenchScreen):
             is_first = position == first
             style = "bold red reverse" if is_first else ("" if diff.get("passed") else "red")
             result = badge("observed-pass" if diff.get("passed") else "observed-fail")  # PASS / FAIL
-            table.add_row(Text(("▶%d" if is_first else "%d") % position, style=style),
-                          Text(str(diff.get("name")), style=style), shape_text(diff.get("shape")),
-                          num(diff.get("max_abs")), num(diff.get("max_rel")), percent(diff.get("mismatch_ratio")),
-                          result, key=key)
+            table.add_row(
+                Text(("▶%d" if is_first else "%d") % position, style=style),
+                Text(str(diff.get("name")), style=style),
+                shape_text(diff.get("shape")),
+                num(diff.get("max_abs")),
+                num(diff.get("max_rel")),
+                percent(diff.get("mismatch_ratio")),
+                result,
+                key=key,
+            )
         if fresh and view.diffs:
             selection = view.default_selection()
             names = [d.get("name") for d in view.diffs]

@@ -12,12 +12,12 @@ from textual.screen import Screen
 
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
-from workbench import timing
-from workbench.config import ConfigError, merge
-from workbench.priority import Launcher
-from workbench.runner import JobRunner, RunnerError, decide_device, device_record
-from workbench.session import SessionStore
-from workbench.tracker import Batch, JobTracker
+from workbench.config.layers import ConfigError, merge
+from workbench.fold.tracker import Batch, JobTracker
+from workbench.run.runner import JobRunner, RunnerError, decide_device, device_record
+from workbench.session.store import SessionStore
+from workbench.system import timing
+from workbench.system.priority import Launcher
 
 POLL_S = 0.1  # poll interval while events arrive (a training job writes its batched lines every 0.1 s)
 POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
@@ -91,9 +91,16 @@ class WorkbenchApp(App):
     DEFAULT_MODE = "environment"
     BINDINGS = [Binding("ctrl+b", "toggle_low_bandwidth", "Low bw")]  # the screens bind 1-6 and q (screens/base.py)
 
-    def __init__(self, store: SessionStore, sid: Optional[str], cfg: Dict[str, Any],
-                 argv: Optional[List[str]] = None, poll_s: float = POLL_S, launcher: Optional[Launcher] = None,
-                 read_only: bool = False):
+    def __init__(
+        self,
+        store: SessionStore,
+        sid: Optional[str],
+        cfg: Dict[str, Any],
+        argv: Optional[List[str]] = None,
+        poll_s: float = POLL_S,
+        launcher: Optional[Launcher] = None,
+        read_only: bool = False,
+    ):
         self.read_only = read_only  # drawing the record's screenshots: write nothing into the session
         self.store = store
         self.sid = sid
@@ -231,6 +238,7 @@ class WorkbenchApp(App):
 
     def run_on_screen(self, mode: str, action: str) -> None:
         """Switch to a screen, then run one of its actions (command palette)."""
+
         async def run() -> None:
             await self.switch_mode(mode)
             await self.screen_stack[0].run_action(action)

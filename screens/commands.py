@@ -7,12 +7,22 @@ from typing import Callable, List, Tuple
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-SCREENS = (("environment", "Environment"), ("data", "Data"), ("training", "Training"),
-           ("alignment", "Alignment"), ("export", "Export"), ("session", "Session"))
+SCREENS = (
+    ("environment", "Environment"),
+    ("data", "Data"),
+    ("training", "Training"),
+    ("alignment", "Alignment"),
+    ("export", "Export"),
+    ("session", "Session"),
+)
 # What "start" and "stop" mean on each screen: the screen's own actions (None: the screen has none).
 SCREEN_JOB = {
-    "environment": ("run_checks", None), "data": ("rerun", None), "training": ("start", "stop"),
-    "alignment": ("run_align", None), "export": ("run_export", None), "session": (None, "cancel_job"),
+    "environment": ("run_checks", None),
+    "data": ("rerun", None),
+    "training": ("start", "stop"),
+    "alignment": ("run_align", None),
+    "export": ("run_export", None),
+    "session": (None, "cancel_job"),
 }
 
 Command = Tuple[str, Callable[[], object], str]
@@ -30,18 +40,42 @@ class WorkbenchCommands(Provider):
         title = dict(SCREENS).get(mode, mode)
         out: List[Command] = []
         if start:
-            out.append(("Start the %s job" % title, partial(screen.run_action, start), "what the screen's start key does"))
+            out.append(
+                ("Start the %s job" % title, partial(screen.run_action, start), "what the screen's start key does")
+            )
         if stop:
-            out.append(("Stop the %s job" % title, partial(screen.run_action, stop), "ask the job's supervisor to stop it"))
-        out.append(("Evaluate on the test set", partial(app.run_on_screen, "training", "test"),
-                    "the followed training run's checkpoint on the test set (every evaluation is recorded)"))
-        out.append(("Profile run", partial(app.run_on_screen, "training", "profile"),
-                    "start a training that profiles 20 steady steps after warm-up"))
-        out.append(("Export the session record", partial(app.run_on_screen, "session", "export_session"),
-                    "report, metrics, manifest and archive in the session's export folder"))
+            out.append(
+                ("Stop the %s job" % title, partial(screen.run_action, stop), "ask the job's supervisor to stop it")
+            )
+        out.append(
+            (
+                "Evaluate on the test set",
+                partial(app.run_on_screen, "training", "test"),
+                "the followed training run's checkpoint on the test set (every evaluation is recorded)",
+            )
+        )
+        out.append(
+            (
+                "Profile run",
+                partial(app.run_on_screen, "training", "profile"),
+                "start a training that profiles 20 steady steps after warm-up",
+            )
+        )
+        out.append(
+            (
+                "Export the session record",
+                partial(app.run_on_screen, "session", "export_session"),
+                "report, metrics, manifest and archive in the session's export folder",
+            )
+        )
         for name, label in SCREENS:
-            out.append(("Switch to %s" % label, partial(app.switch_mode, name), "screen %d" % (
-                [n for n, _ in SCREENS].index(name) + 1)))
+            out.append(
+                (
+                    "Switch to %s" % label,
+                    partial(app.switch_mode, name),
+                    "screen %d" % ([n for n, _ in SCREENS].index(name) + 1),
+                )
+            )
         out.append(("Toggle low bandwidth", app.action_toggle_low_bandwidth, "fewer colours, 1 Hz redraw"))
         for sid in reversed(app.store.sessions()[-20:]):
             if sid != app.sid:
@@ -64,5 +98,3 @@ class WorkbenchCommands(Provider):
 def workbench_commands() -> type:
     """The provider class (App.COMMANDS takes a callable, so the palette module loads only when opened)."""
     return WorkbenchCommands
-
-

@@ -3,7 +3,7 @@
 `c` on the Training screen opens a picker of the other runs, then the overlay: both loss curves in
 two colours, the epochs of both with deltas, the confusion-matrix difference at the best epochs,
 the config keys that differ and the effect-consistency verdict. The comparison itself is computed
-in `workbench.runcompare` (off the UI thread); this module only draws it.
+in `workbench.compare.runs` (off the UI thread); this module only draws it.
 """
 
 from __future__ import annotations
@@ -21,9 +21,16 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from screens.widgets.evidence import badge
-from workbench.runcompare_io import candidate_runs, compare_dirs, picked_tolerances
-from workbench.runcompare_text import class_lines, config_lines, confusion_lines, environment_lines, epoch_table, \
-    frozen_test_lines, throughput_lines
+from workbench.compare.inputs import candidate_runs, compare_dirs, picked_tolerances
+from workbench.compare.text import (
+    class_lines,
+    config_lines,
+    confusion_lines,
+    environment_lines,
+    epoch_table,
+    frozen_test_lines,
+    throughput_lines,
+)
 
 COLOURS = ("cyan", "magenta")
 PLAIN_MARKS = ("a", "b")
@@ -71,7 +78,7 @@ def smooth(values: Sequence[float], parts: int = SMOOTH_PARTS) -> List[float]:
     half = max(len(values) // (2 * parts), 0)
     out = []
     for i in range(len(values)):
-        window = values[max(0, i - half):i + half + 1]
+        window = values[max(0, i - half) : i + half + 1]
         out.append(sum(window) / len(window))
     return out
 
@@ -86,8 +93,10 @@ def header(result: Dict[str, Any], plain: bool = False) -> Text:
     for side, colour in zip(("a", "b"), COLOURS):
         run = result[side]
         text.append("%s " % side.upper(), style="bold" if plain else "bold %s" % colour)
-        text.append("%s  %s  %s%s\n" % (run["ref"], run["device"], run["status"] or "?",
-                                        "  (imported)" if run.get("imported") else ""))
+        text.append(
+            "%s  %s  %s%s\n"
+            % (run["ref"], run["device"], run["status"] or "?", "  (imported)" if run.get("imported") else "")
+        )
     text.append_text(badge(result["verdict"]["status"]))
     text.append(" " + result["verdict"]["short"] + "\n")
     diff = result["config_diff"]
@@ -116,8 +125,7 @@ class CompareOverlay(ModalScreen):
     CompareOverlay #cmp-body { height: 1fr; }
     CompareOverlay .cmp-section { height: auto; margin-top: 1; }
     """
-    BINDINGS = [Binding("escape", "close", "Close"), Binding("w", "swap", "Swap A/B"),
-                Binding("r", "reload", "Reload")]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("w", "swap", "Swap A/B"), Binding("r", "reload", "Reload")]
 
     def __init__(self, dir_a: Path, dir_b: Path, cfg: Optional[Dict[str, Any]] = None) -> None:
         super().__init__()
@@ -181,14 +189,18 @@ class CompareOverlay(ModalScreen):
         self.query_one("#cmp-head", Static).update(header(result, plain))
         self.query_one("#cmp-chart", Static).update(curve_chart(result["loss_curves"], width, plain=plain))
         self.query_one("#cmp-epochs", Static).update(_section("epochs (delta = B - A)", epoch_table(result)))
-        confusion = confusion_lines(result) + [""] + ["per-class F1 at the best epochs (A, B, delta)"] + \
-            class_lines(result)
+        confusion = (
+            confusion_lines(result) + [""] + ["per-class F1 at the best epochs (A, B, delta)"] + class_lines(result)
+        )
         self.query_one("#cmp-confusion", Static).update(
-            _section("confusion difference at the best epochs (B - A)", confusion))
+            _section("confusion difference at the best epochs (B - A)", confusion)
+        )
         self.query_one("#cmp-config", Static).update(
-            _section("config keys that differ, and the environment", config_lines(result) + environment_lines(result)))
+            _section("config keys that differ, and the environment", config_lines(result) + environment_lines(result))
+        )
         self.query_one("#cmp-more", Static).update(
-            _section("test set and throughput", frozen_test_lines(result) + throughput_lines(result)))
+            _section("test set and throughput", frozen_test_lines(result) + throughput_lines(result))
+        )
 
 
 def _section(title: str, lines: Sequence[str]) -> Text:
@@ -234,8 +246,11 @@ def open_compare(screen: Any) -> None:
     run_a = app.store.root / app.sid / "jobs" / jid
     candidates = candidate_runs(app.store, app.sid, exclude=run_a)
     if not candidates:
-        app.notify("no other training run in this session or in an imported record (ms-workbench import)",
-                   severity="warning", timeout=8)
+        app.notify(
+            "no other training run in this session or in an imported record (ms-workbench import)",
+            severity="warning",
+            timeout=8,
+        )
         return
 
     def picked(choice: Optional[str]) -> None:

@@ -17,7 +17,7 @@ from screens.base import WorkbenchScreen
 from screens.form import check_fields, field_value
 from screens.widgets.evidence import badge
 from screens.widgets.pixels import HalfBlockImage
-from workbench.fashion import NUM_CLASSES
+from workbench.data.fashion import NUM_CLASSES
 from workbench.views.data import DataView
 
 BAR_CELLS = 6
@@ -36,8 +36,15 @@ def count_bar(value: int, top: int, cells: int = BAR_CELLS) -> str:
 def counts_table(view: DataView, plain: bool) -> Table:
     """Train / val / test per class side by side, each with a bar scaled to that split's largest class."""
     counts = view.counts
-    table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="bold",
-                  title_justify="left", title="Per-class counts" + (" (SYNTHETIC)" if view.synthetic else ""))
+    table = Table(
+        box=None,
+        padding=(0, 1),
+        pad_edge=False,
+        show_edge=False,
+        header_style="bold",
+        title_justify="left",
+        title="Per-class counts" + (" (SYNTHETIC)" if view.synthetic else ""),
+    )
     table.add_column("class", no_wrap=True)
     colours = {"train": "green", "val": "cyan", "test": "magenta"}
     for split in ("train", "val", "test"):
@@ -56,8 +63,10 @@ def counts_table(view: DataView, plain: bool) -> Table:
             row.append(cell)
         table.add_row(*row)
     if counts:
-        table.add_row(Text("total", style="bold"), *[Text("%5d" % sum(counts.get(split) or []), style="bold")
-                                                      for split in ("train", "val", "test")])
+        table.add_row(
+            Text("total", style="bold"),
+            *[Text("%5d" % sum(counts.get(split) or []), style="bold") for split in ("train", "val", "test")],
+        )
     return table
 
 
@@ -74,8 +83,9 @@ def contract_table(view: DataView) -> Table:
     grid.title = "Data contract"
     grid.title_justify = "left"
     if view.synthetic:
-        grid.add_row("source", Text("SYNTHETIC generated patterns (data.source=synthetic) — no files, no hashes",
-                                    style="bold"))
+        grid.add_row(
+            "source", Text("SYNTHETIC generated patterns (data.source=synthetic) — no files, no hashes", style="bold")
+        )
     else:
         files = view.files
         verified = [f for f in files if f.get("verified") and f.get("sha256") == f.get("official_sha256")]
@@ -90,13 +100,17 @@ def contract_table(view: DataView) -> Table:
                 lines.append("✓" if ok else "✗", style="green" if ok else "bold red")
             grid.add_row("SHA-256", lines)
         else:
-            grid.add_row("SHA-256", Text("not verified (the job failed)" if view.error else "not verified yet",
-                                         style="dim"))
+            grid.add_row(
+                "SHA-256", Text("not verified (the job failed)" if view.error else "not verified yet", style="dim")
+            )
     shapes = (result.get("input") or {}).get("shapes") or {}
     limits = result.get("input") or {}
     if shapes:
-        grid.add_row("input", "uint8 [N,28,28] → float32 [N,1,28,28] in [%s, %s] = pixel%s, nothing fitted"
-                     % (_num(limits.get("min")), _num(limits.get("max")), result.get("scale", "/255")))
+        grid.add_row(
+            "input",
+            "uint8 [N,28,28] → float32 [N,1,28,28] in [%s, %s] = pixel%s, nothing fitted"
+            % (_num(limits.get("min")), _num(limits.get("max")), result.get("scale", "/255")),
+        )
     else:
         grid.add_row("input", "uint8 [N,28,28] → float32 [N,1,28,28] = pixel/255 (not checked yet)")
     pixel = result.get("pixel") or {}
@@ -105,13 +119,19 @@ def contract_table(view: DataView) -> Table:
     split = result.get("split") or {}
     seed = view.seed
     sizes = " · %s/%s/%s" % tuple((shapes.get(k) or ["—"])[0] for k in ("train", "val", "test")) if shapes else ""
-    grid.add_row("split", "seed %s · val %s · stratified%s" % (seed if seed is not None else "—",
-                                                              _num(view.val_fraction), sizes))
+    grid.add_row(
+        "split", "seed %s · val %s · stratified%s" % (seed if seed is not None else "—", _num(view.val_fraction), sizes)
+    )
     if split:
-        grid.add_row("indices", "%s train %s val %s" % (
-            str(split.get("index_file", "artifacts/split.npz")).rsplit("/", 1)[-1],
-            _short(split.get("train_sha256"), 8),
-            _short(split.get("val_sha256"), 8)))
+        grid.add_row(
+            "indices",
+            "%s train %s val %s"
+            % (
+                str(split.get("index_file", "artifacts/split.npz")).rsplit("/", 1)[-1],
+                _short(split.get("train_sha256"), 8),
+                _short(split.get("val_sha256"), 8),
+            ),
+        )
     grid.add_row("classes", " ".join("%d %s" % (i, n) for i, n in enumerate(view.class_names)))
     return grid
 
@@ -122,14 +142,14 @@ def _num(value: Any) -> str:
 
 def checks_table(view: DataView) -> Table:
     """Every check of the job with its evidence level, in the order they were made."""
-    table = Table(box=None, padding=(0, 1), show_header=False, show_edge=False, title="Checks",
-                  title_justify="left")
+    table = Table(box=None, padding=(0, 1), show_header=False, show_edge=False, title="Checks", title_justify="left")
     table.add_column(no_wrap=True, width=7)
     table.add_column(no_wrap=True, style="bold")
     table.add_column(ratio=1)
     for check in view.checks.values():
-        table.add_row(badge(str(check.get("status"))), str(check.get("title") or check.get("id")),
-                      str(check.get("detail") or ""))
+        table.add_row(
+            badge(str(check.get("status"))), str(check.get("title") or check.get("id")), str(check.get("detail") or "")
+        )
     return table
 
 
@@ -137,9 +157,14 @@ class DataBody(VerticalScroll):
     """The scrolling body, without left/right bindings: those browse classes here."""
 
     inherit_bindings = False
-    BINDINGS = [Binding("up", "scroll_up", show=False), Binding("down", "scroll_down", show=False),
-                Binding("pageup", "page_up", show=False), Binding("pagedown", "page_down", show=False),
-                Binding("home", "scroll_home", show=False), Binding("end", "scroll_end", show=False)]
+    BINDINGS = [
+        Binding("up", "scroll_up", show=False),
+        Binding("down", "scroll_down", show=False),
+        Binding("pageup", "page_up", show=False),
+        Binding("pagedown", "page_down", show=False),
+        Binding("home", "scroll_home", show=False),
+        Binding("end", "scroll_end", show=False),
+    ]
 
 
 class SampleSlot(Vertical):
@@ -276,18 +301,21 @@ class DataScreen(WorkbenchScreen):
         """Job, status, source, seed, the evidence tally and the keys."""
         line = Text()
         if not view.jid:
-            line.append("no data job yet — r runs it with seed %d, s picks another seed" % self.current_seed(),
-                        style="dim")
+            line.append(
+                "no data job yet — r runs it with seed %d, s picks another seed" % self.current_seed(), style="dim"
+            )
             return line
         line.append(view.jid + " ", style="bold")
         line.append_text(badge(view.state or "running"))
         line.append(" ")
         if view.state in ("", "running") and view.progress:
             prog = view.progress
-            line.append("  %s %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"),
-                                           prog.get("unit", "")))
-        line.append(" %s" % ("SYNTHETIC" if view.synthetic else "Fashion-MNIST"),
-                    style="bold reverse" if view.synthetic else "")
+            line.append(
+                "  %s %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"), prog.get("unit", ""))
+            )
+        line.append(
+            " %s" % ("SYNTHETIC" if view.synthetic else "Fashion-MNIST"), style="bold reverse" if view.synthetic else ""
+        )
         line.append("  seed %s" % (view.seed if view.seed is not None else "—"))
         tally = view.check_tally()
         if tally:
@@ -308,9 +336,14 @@ class DataScreen(WorkbenchScreen):
                 parts.append(Text("hint: %s" % view.error["hint"]))
             return Group(*parts)
         if view.synthetic:
-            return Group(Text("SYNTHETIC DATA — generated patterns, not Fashion-MNIST (data.source=synthetic). "
-                              "For demos and tests only: no number measured on it says anything about the real "
-                              "data.", style="bold"))
+            return Group(
+                Text(
+                    "SYNTHETIC DATA — generated patterns, not Fashion-MNIST (data.source=synthetic). "
+                    "For demos and tests only: no number measured on it says anything about the real "
+                    "data.",
+                    style="bold",
+                )
+            )
         return None
 
     def render_gallery(self, view: DataView) -> None:
@@ -327,10 +360,18 @@ class DataScreen(WorkbenchScreen):
         samples = view.samples(self.selected_class)
         note = self.query_one("#gallery-note", Static)
         if samples:
-            note.update(Text("%d %s from the train split, real pixels (%s); #index in the %s training set" % (
-                len(samples), names[self.selected_class], "ASCII ramp" if plain else "▀ = two pixel rows",
-                "synthetic" if view.synthetic else "official"),
-                style="dim"))
+            note.update(
+                Text(
+                    "%d %s from the train split, real pixels (%s); #index in the %s training set"
+                    % (
+                        len(samples),
+                        names[self.selected_class],
+                        "ASCII ramp" if plain else "▀ = two pixel rows",
+                        "synthetic" if view.synthetic else "official",
+                    ),
+                    style="dim",
+                )
+            )
         elif view.preview_error:
             note.update(Text(view.preview_error, style="red"))
         elif view.error:

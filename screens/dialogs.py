@@ -47,8 +47,11 @@ class ConfirmScreen(ModalScreen):
     """A yes/no question before an action the user should choose on purpose; dismisses with True or False."""
 
     DEFAULT_CSS = DIALOG_CSS.format(name="ConfirmScreen")
-    BINDINGS = [Binding("escape", "dismiss(False)", "Cancel"), Binding("y", "dismiss(True)", "Yes"),
-                Binding("n", "dismiss(False)", "No")]
+    BINDINGS = [
+        Binding("escape", "dismiss(False)", "Cancel"),
+        Binding("y", "dismiss(True)", "Yes"),
+        Binding("n", "dismiss(False)", "No"),
+    ]
 
     def __init__(self, question: str, yes: str = "Yes", no: str = "Cancel"):
         super().__init__()

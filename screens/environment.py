@@ -47,8 +47,9 @@ def compact_json(value: Any, indent: int = 0) -> str:
     """JSON with one key per line, but lists and dicts of plain values kept on one line."""
     pad = "  " * indent
     if isinstance(value, dict) and value and not _flat(value):
-        inner = ",\n".join("%s  %s: %s" % (pad, json.dumps(str(k)), compact_json(v, indent + 1))
-                            for k, v in value.items())
+        inner = ",\n".join(
+            "%s  %s: %s" % (pad, json.dumps(str(k)), compact_json(v, indent + 1)) for k, v in value.items()
+        )
         return "{\n%s\n%s}" % (inner, pad)
     if isinstance(value, list) and value and not _flat(value):
         inner = ",\n".join("%s  %s" % (pad, compact_json(v, indent + 1)) for v in value)
@@ -111,8 +112,9 @@ class EnvironmentScreen(WorkbenchScreen):
                     yield Static("", id="env-detail")
             yield Static("", id="env-devices-title")
             devices = DataTable(id="env-devices", cursor_type="none", zebra_stripes=True, show_cursor=False)
-            devices.add_columns("NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB",
-                                "HBM MB")
+            devices.add_columns(
+                "NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB", "HBM MB"
+            )
             yield devices
             yield Static("", id="env-chips-title")
             chips = DataTable(id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False)
@@ -160,8 +162,9 @@ class EnvironmentScreen(WorkbenchScreen):
     def _runline(self, view: EnvironmentView) -> Text:
         line = Text()
         if not view.jid:
-            line.append("no env job yet — r runs every check (device probes first), p runs only the device probes",
-                        style="dim")
+            line.append(
+                "no env job yet — r runs every check (device probes first), p runs only the device probes", style="dim"
+            )
             return line
         line.append("%s " % view.jid, style="bold")
         line.append_text(badge(view.state or "running"))
@@ -180,15 +183,23 @@ class EnvironmentScreen(WorkbenchScreen):
             line.append("  %s" % view.progress.get("phase", ""), style="cyan")
         if view.error:
             # the message's head only: its whole text is the failing check's detail below
-            line.append("  %s: %s" % (view.error.get("type"), str(view.error.get("message")).split(": ")[0][:80]),
-                        style="red")
+            line.append(
+                "  %s: %s" % (view.error.get("type"), str(view.error.get("message")).split(": ")[0][:80]), style="red"
+            )
         if view.notice:
             line.append("  %s" % view.notice, style="yellow")
         return line
 
     def _rows(self, view: EnvironmentView) -> List[Tuple[str, str, str, str]]:
-        return [(str(c.get("id")), str(c.get("status")), str(c.get("title") or c.get("id")),
-                 " ".join(str(c.get("detail") or "").split())) for c in view.ordered_checks()]
+        return [
+            (
+                str(c.get("id")),
+                str(c.get("status")),
+                str(c.get("title") or c.get("id")),
+                " ".join(str(c.get("detail") or "").split()),
+            )
+            for c in view.ordered_checks()
+        ]
 
     def on_resize(self, event: events.Resize) -> None:
         self._last_rows = None  # the detail column is cut to the terminal's width: cut it again
@@ -215,7 +226,7 @@ class EnvironmentScreen(WorkbenchScreen):
         try:
             table.clear()
             for cid, status, title, detail in rows:
-                short = detail if len(detail) <= detail_chars else detail[:detail_chars - 1] + "…"
+                short = detail if len(detail) <= detail_chars else detail[: detail_chars - 1] + "…"
                 table.add_row(badge(status), title, short, key=cid)
             ids = [r[0] for r in rows]
             if self.selected not in ids:
@@ -247,17 +258,32 @@ class EnvironmentScreen(WorkbenchScreen):
         table = self.query_one("#env-devices", DataTable)
         table.clear()
         for d in devices:
-            table.add_row(str(d.get("npu")), str(d.get("chip")), str(d.get("name")),
-                          health_text(str(d.get("health")), plain), _num(d.get("temp_c"), "%.0f"),
-                          _num(d.get("power_w"), "%.1f"), _num(d.get("aicore_pct"), "%.0f"),
-                          _pair(d.get("memory_mb")), _pair(d.get("hbm_mb")))
+            table.add_row(
+                str(d.get("npu")),
+                str(d.get("chip")),
+                str(d.get("name")),
+                health_text(str(d.get("health")), plain),
+                _num(d.get("temp_c"), "%.0f"),
+                _num(d.get("power_w"), "%.1f"),
+                _num(d.get("aicore_pct"), "%.0f"),
+                _pair(d.get("memory_mb")),
+                _pair(d.get("hbm_mb")),
+            )
         table.display = bool(devices)
         procs = view.processes
         text = ""
         if procs:
-            text = "processes: " + ", ".join("NPU %s%s pid %s %s %s MB" % (
-                p.get("npu"), "" if p.get("chip") is None else " chip %s" % p.get("chip"), p.get("pid"), p.get("name"),
-                _num(p.get("memory_mb"), "%.0f")) for p in procs[:8])
+            text = "processes: " + ", ".join(
+                "NPU %s%s pid %s %s %s MB"
+                % (
+                    p.get("npu"),
+                    "" if p.get("chip") is None else " chip %s" % p.get("chip"),
+                    p.get("pid"),
+                    p.get("name"),
+                    _num(p.get("memory_mb"), "%.0f"),
+                )
+                for p in procs[:8]
+            )
             if len(procs) > 8:
                 text += " … (%d more)" % (len(procs) - 8)
         elif devices:

@@ -12,9 +12,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Label, Select, Static, TextArea
 
 from screens.base import WorkbenchScreen
-from screens.widgets.evidence import badge
 from screens.dialogs import ConfirmScreen
-from workbench.atomic import read_json
+from screens.widgets.evidence import badge
+from workbench.system.atomic import read_json
 from workbench.views.export import FRESH, ExportView, default_choice, export_overrides, train_choices
 
 DETAIL_CELLS = 58  # characters of a check's detail in the table; the full text shows below it
@@ -60,16 +60,22 @@ def reference_panel(ref: Optional[Dict[str, Any]]) -> Table:
         return grid
     grid.add_row("reference", "%s/  inputs.npy · logits.npy · reference.json" % ref.get("dir", "artifacts/reference"))
     per_class = ref.get("samples_per_class")
-    grid.add_row("samples", "%s covering %s/10 classes%s" % (
-        ref.get("samples"), ref.get("classes_covered"), (" (%s per class)" % per_class) if per_class else ""))
+    grid.add_row(
+        "samples",
+        "%s covering %s/10 classes%s"
+        % (ref.get("samples"), ref.get("classes_covered"), (" (%s per class)" % per_class) if per_class else ""),
+    )
     pairs = ref.get("confused_pairs") or []
     if pairs:
         text = Text()
         for i, pair in enumerate(pairs):
             if i:
                 text.append(" · ")
-            label = "%s→%s (%s)" % (pair.get("true_class", pair.get("true")), pair.get("pred_class", pair.get("pred")),
-                                    pair.get("count"))
+            label = "%s→%s (%s)" % (
+                pair.get("true_class", pair.get("true")),
+                pair.get("pred_class", pair.get("pred")),
+                pair.get("count"),
+            )
             text.append(label, style="" if pair.get("row") is not None else "dim strike")
         grid.add_row("confused", text)
     else:
@@ -97,8 +103,9 @@ class ExportScreen(WorkbenchScreen):
                 yield Select(self._choices(), value=self._default(), allow_blank=False, id="ex-from")
                 yield Button("Export (r)", id="ex-start", variant="success")
             yield Static("", id="ex-runline")
-            yield Static("Load checks — fresh processes, compared with the export job's own outputs",
-                         classes="ex-title")
+            yield Static(
+                "Load checks — fresh processes, compared with the export job's own outputs", classes="ex-title"
+            )
             table = DataTable(id="ex-checks", cursor_type="row", zebra_stripes=True)
             table.add_columns("format", "what", "verdict", "max |diff|", "detail")
             yield table
@@ -107,10 +114,12 @@ class ExportScreen(WorkbenchScreen):
             arts = DataTable(id="ex-artifacts", cursor_type="row", zebra_stripes=True)
             arts.add_columns("kind", "path", "bytes")
             yield arts
-            yield Static("SHA-256, one per line (sha256sum -c format, paths from the job folder; c copies)",
-                         classes="ex-title")
-            hashes = TextArea("", read_only=True, soft_wrap=False, show_cursor=False, id="ex-hashes",
-                              highlight_cursor_line=False)
+            yield Static(
+                "SHA-256, one per line (sha256sum -c format, paths from the job folder; c copies)", classes="ex-title"
+            )
+            hashes = TextArea(
+                "", read_only=True, soft_wrap=False, show_cursor=False, id="ex-hashes", highlight_cursor_line=False
+            )
             hashes.cursor_blink = False
             yield hashes
             yield Static("", id="ex-reference")
@@ -167,9 +176,14 @@ class ExportScreen(WorkbenchScreen):
                 self.app.start_job("export", export_overrides(choice))
 
         if choice in (None, FRESH):
-            self.app.push_screen(ConfirmScreen(
-                "Export a freshly initialised, UNTRAINED net? Its answers are random; pick a training job "
-                "in 'from' to export trained weights.", yes="Export untrained"), go)
+            self.app.push_screen(
+                ConfirmScreen(
+                    "Export a freshly initialised, UNTRAINED net? Its answers are random; pick a training job "
+                    "in 'from' to export trained weights.",
+                    yes="Export untrained",
+                ),
+                go,
+            )
             return
         go()
 
@@ -238,12 +252,17 @@ class ExportScreen(WorkbenchScreen):
         rows = view.load_checks()
         keys = [str(k.value) for k in table.rows]
         wanted = ["%s:%s" % (view.jid, ev.get("id")) for ev in rows]
-        if keys != wanted[:len(keys)]:
+        if keys != wanted[: len(keys)]:
             table.clear()
             keys = []
         for key, ev in zip(wanted, rows):
-            cells = (str(ev.get("format")), batch_label(ev), badge(str(ev.get("status"))), diff_text(ev.get("max_abs")),
-                     _clip(str(ev.get("detail") or ""), DETAIL_CELLS))
+            cells = (
+                str(ev.get("format")),
+                batch_label(ev),
+                badge(str(ev.get("status"))),
+                diff_text(ev.get("max_abs")),
+                _clip(str(ev.get("detail") or ""), DETAIL_CELLS),
+            )
             if key in keys:
                 for column, cell in zip(table.ordered_columns, cells):
                     table.update_cell(key, column.key, cell)
@@ -268,8 +287,9 @@ class ExportScreen(WorkbenchScreen):
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
         for ev in view.other_checks():
-            grid.add_row(badge(str(ev.get("status"))), str(ev.get("title") or ev.get("id")),
-                         str(ev.get("detail") or ""))
+            grid.add_row(
+                badge(str(ev.get("status"))), str(ev.get("title") or ev.get("id")), str(ev.get("detail") or "")
+            )
         return grid
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -293,4 +313,4 @@ class ExportScreen(WorkbenchScreen):
 
 
 def _clip(text: str, cells: int) -> str:
-    return text if len(text) <= cells else text[:cells - 1] + "…"
+    return text if len(text) <= cells else text[: cells - 1] + "…"

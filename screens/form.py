@@ -9,7 +9,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, Select
 from textual.widgets.select import InvalidSelectValueError
 
-from workbench.config import SCHEMA, ConfigError, _check
+from workbench.config.layers import SCHEMA, ConfigError, _check
 
 
 class LabelledField(Vertical):

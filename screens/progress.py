@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, TextIO
 
 from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                           TransferSpeedColumn)
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from workbench.record import expand_steps
+from workbench.events.steps import expand_steps
 
 
 class LiveBar:
@@ -19,19 +18,31 @@ class LiveBar:
 
     def __init__(self) -> None:
         self.console = Console()
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                 TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=self.console)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[info]}"),
+            TimeRemainingColumn(),
+            console=self.console,
+        )
         self.task = self.progress.add_task("", total=None, info="")
         self.progress.start()
 
     def update(self, ev: Dict[str, Any]) -> None:
         """Advance on progress and step events."""
         if ev.get("type") == "progress":
-            self.progress.update(self.task, completed=ev.get("done"), total=ev.get("total"),
-                                 description=str(ev.get("phase") or ev.get("unit") or ""))
+            self.progress.update(
+                self.task,
+                completed=ev.get("done"),
+                total=ev.get("total"),
+                description=str(ev.get("phase") or ev.get("unit") or ""),
+            )
         elif ev.get("type") in ("step", "steps"):
             ev = (expand_steps(ev) or [ev])[-1]  # a batched line: its last step
-            self.progress.update(self.task, info="loss %.4g  %.2f ms" % (float(ev.get("loss") or 0), float(ev.get("step_ms") or 0)))
+            self.progress.update(
+                self.task, info="loss %.4g  %.2f ms" % (float(ev.get("loss") or 0), float(ev.get("step_ms") or 0))
+            )
 
     def print(self, line: str) -> None:
         """Print a line above the bar."""
@@ -46,8 +57,14 @@ class FetchBar:
     """A bar per downloaded file for `data fetch` (a `FetchDisplay` of workbench.data.fetch)."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(), console=Console(file=stream))
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=stream),
+        )
         self.tasks: Dict[str, Any] = {}
         self.progress.start()
 

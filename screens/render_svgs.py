@@ -15,8 +15,14 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 SIZE = (120, 50)  # tall enough for the Training screen's per-class table (10 classes)
-SCREENS = (("1", "environment"), ("2", "data"), ("3", "training"), ("4", "alignment"), ("5", "export"),
-           ("6", "session"))
+SCREENS = (
+    ("1", "environment"),
+    ("2", "data"),
+    ("3", "training"),
+    ("4", "alignment"),
+    ("5", "export"),
+    ("6", "session"),
+)
 INGEST_TIMEOUT_S = 20.0
 SETTLE_S = 0.35  # longer than one redraw tick at the default 4 Hz
 
@@ -42,8 +48,8 @@ def _caught_up(app: Any, sizes: Dict[str, int]) -> bool:
 async def shoot(root: Path, sid: str, out_dir: Path, written: List[str], size=SIZE) -> None:
     """Open the app on the session, let it ingest the event files, save one SVG per screen into `written`."""
     from screens.app import WorkbenchApp
-    from workbench.config import defaults
-    from workbench.session import SessionStore
+    from workbench.config.layers import defaults
+    from workbench.session.store import SessionStore
 
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
     out_dir.mkdir(parents=True, exist_ok=True)

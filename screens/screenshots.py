@@ -26,7 +26,9 @@ def render_in_child(root: Path, sid: str, out_dir: Path, timeout_s: float = REND
     project = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (project, env.get("PYTHONPATH", "")) if p)
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"files": [], "error": "the screen renderer did not finish within %.0f s" % timeout_s}
     except OSError as exc:

@@ -14,15 +14,22 @@ from textual.widgets import DataTable, Log, ProgressBar, Static
 
 from screens.base import WorkbenchScreen
 from screens.widgets.acceptance_table import AcceptanceTable
-from workbench.acceptance import evaluate
-from workbench.config import defaults
+from workbench.acceptance.verdict import evaluate
+from workbench.config.layers import defaults
 from workbench.views.session import SessionView
 
 STDERR_TAIL_BYTES = 4096
 STATUS_CELLS = 40  # a long `failed: …` status is cut here in the table; the selected line shows it whole
 EXPORT_PHASES = ("reading the session", "drawing the screens", "writing the manifest and archive", "done")
-STATE_STYLE = {"ok": "green", "running": "cyan", "failed": "red", "crashed": "bold red",
-               "timed-out": "red", "stalled": "red", "cancelled": "yellow"}
+STATE_STYLE = {
+    "ok": "green",
+    "running": "cyan",
+    "failed": "red",
+    "crashed": "bold red",
+    "timed-out": "red",
+    "stalled": "red",
+    "cancelled": "yellow",
+}
 
 
 def _dur(value: Optional[float]) -> str:
@@ -89,8 +96,7 @@ class SessionScreen(WorkbenchScreen):
         for row in view.ordered():
             style = STATE_STYLE.get(row.state, "")
             label = _clip(row.state + (": " + row.reason if row.reason else ""), STATUS_CELLS)
-            cells = (row.jid, Text(label, style=style), _dur(row.duration_s),
-                     row.device, str(row.events))
+            cells = (row.jid, Text(label, style=style), _dur(row.duration_s), row.device, str(row.events))
             before = self._cells.get(row.jid)
             if before is None:
                 table.add_row(*cells, key=row.jid)
@@ -127,7 +133,7 @@ class SessionScreen(WorkbenchScreen):
             log.write_lines(list(row.lines)[-200:])
             self._stderr_size = -1
         elif row.written > written:  # append only what is new: cheap at high event rates
-            log.write_lines(list(row.lines)[-min(row.written - written, 200):])
+            log.write_lines(list(row.lines)[-min(row.written - written, 200) :])
         self._shown = (row.jid, row.written)
         job = self.app.tracker.jobs.get(row.jid)
         if job is not None:
@@ -163,7 +169,7 @@ class SessionScreen(WorkbenchScreen):
             return
         try:
             from screens.screenshots import shooter
-            from workbench.report.export import EXPORT_DIR, export_session
+            from workbench.record.write import EXPORT_DIR, export_session
         except ImportError:
             self.app.notify("session export is not available in this build", severity="error")
             return
@@ -180,16 +186,24 @@ class SessionScreen(WorkbenchScreen):
                 self.app.call_from_thread(self._export_phase, 2)
 
         # exit_on_error=False: a failing export is shown on this screen and the TUI stays up.
-        self.run_worker(lambda: export_session(store, sid, None, screenshots=screenshots), thread=True,
-                        name="export-session", group="export", exclusive=True, exit_on_error=False)
+        self.run_worker(
+            lambda: export_session(store, sid, None, screenshots=screenshots),
+            thread=True,
+            name="export-session",
+            group="export",
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def _export_phase(self, n: int) -> None:
         """Show the export's progress: a bar and the phase it is in."""
         bar = self.query_one("#export-bar", ProgressBar)
         bar.display = True
         bar.update(progress=n)
-        self._export_line("session record (%d/%d): %s ... → %s" % (n + 1, len(EXPORT_PHASES) - 1, EXPORT_PHASES[n],
-                                                                  self._export_target))
+        self._export_line(
+            "session record (%d/%d): %s ... → %s"
+            % (n + 1, len(EXPORT_PHASES) - 1, EXPORT_PHASES[n], self._export_target)
+        )
 
     def on_worker_state_changed(self, event) -> None:
         """Report the end of a session export (it runs in a thread: screenshots take seconds)."""
@@ -215,7 +229,7 @@ class SessionScreen(WorkbenchScreen):
 
 
 def _clip(text: str, cells: int) -> str:
-    return text if len(text) <= cells else text[:cells - 1] + "…"
+    return text if len(text) <= cells else text[: cells - 1] + "…"
 
 
 def export_failure(error: BaseException, target: Optional[Path]) -> str:

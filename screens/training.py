@@ -15,9 +15,21 @@ from textual.widgets import Button, Input, Select, Static
 from screens.base import NARROW_COLUMNS, WorkbenchScreen
 from screens.dialogs import ConfirmScreen
 from screens.form import LabelledField, check_fields, field_value, lookup, nest, show_value
-from screens.training_panels import (EPOCH_ROWS, epochs_summary, epochs_table, loss_label, matrix_epoch,
-                                     matrix_label, per_class_table, perf_panel, profile_table, rank_rows, step_label,
-                                     test_line, weakest_shown)
+from screens.training_panels import (
+    EPOCH_ROWS,
+    epochs_summary,
+    epochs_table,
+    loss_label,
+    matrix_epoch,
+    matrix_label,
+    per_class_table,
+    perf_panel,
+    profile_table,
+    rank_rows,
+    step_label,
+    test_line,
+    weakest_shown,
+)
 from screens.widgets.confusion import ConfusionGrid
 from screens.widgets.device_panel import DevicePanel
 from screens.widgets.evidence import badge
@@ -33,13 +45,19 @@ COMPACT_ROWS = 30  # below this many rows (or NARROW_COLUMNS columns) one pane s
 PANES = ("curves", "epochs", "confusion", "classes")
 # (label, config key, widget id): the run form, in the order it is shown
 FIELDS: List[Tuple[str, str, str]] = [
-    ("model", "model.name", "f-model"), ("mode", "train.mode", "f-mode"), ("precision", "train.precision", "f-precision"),
-    ("epochs", "train.epochs", "f-epochs"), ("batch size", "train.batch_size", "f-batch"), ("lr", "train.lr", "f-lr"),
+    ("model", "model.name", "f-model"),
+    ("mode", "train.mode", "f-mode"),
+    ("precision", "train.precision", "f-precision"),
+    ("epochs", "train.epochs", "f-epochs"),
+    ("batch size", "train.batch_size", "f-batch"),
+    ("lr", "train.lr", "f-lr"),
     ("device", "device.target", "f-device"),
 ]
 
+
 def _select(options, value, widget_id: str) -> Select:
     return Select([(o, o) for o in options], value=value, allow_blank=False, id=widget_id, compact=True)
+
 
 class TrainingScreen(WorkbenchScreen):
     """Start a run and watch it: curves, perf, epochs, confusion matrix, per-class metrics and the test set."""
@@ -49,14 +67,19 @@ class TrainingScreen(WorkbenchScreen):
     CSS_PATH = "training.tcss"
     DEFAULT_CLASSES = "pane-curves"  # from the start, not set in on_mount: that restyled the whole screen once more
     # Each action has a letter (fields unfocused) and a ctrl key that a text field never takes.
-    BINDINGS = [Binding("s,ctrl+s", "start", "Start"), Binding("x,ctrl+o", "stop", "Stop"),
-                Binding("t,ctrl+t", "test", "Test set"), Binding("p", "profile", "Profile"),
-                Binding("v,f2", "next_pane", "Pane"), Binding("b", "toggle_matrix", "Best/last", show=False),
-                Binding("e", "pane('epochs')", "Epochs", show=False),
-                Binding("m", "pane('confusion')", "Matrix", show=False),
-                Binding("k", "pane('classes')", "Classes", show=False),
-                Binding("u", "pane('curves')", "Curves", show=False),
-                Binding("c", "compare", "Compare")]
+    BINDINGS = [
+        Binding("s,ctrl+s", "start", "Start"),
+        Binding("x,ctrl+o", "stop", "Stop"),
+        Binding("t,ctrl+t", "test", "Test set"),
+        Binding("p", "profile", "Profile"),
+        Binding("v,f2", "next_pane", "Pane"),
+        Binding("b", "toggle_matrix", "Best/last", show=False),
+        Binding("e", "pane('epochs')", "Epochs", show=False),
+        Binding("m", "pane('confusion')", "Matrix", show=False),
+        Binding("k", "pane('classes')", "Classes", show=False),
+        Binding("u", "pane('curves')", "Curves", show=False),
+        Binding("c", "compare", "Compare"),
+    ]
 
     def compose_body(self) -> ComposeResult:
         cfg = self.app.cfg
@@ -64,13 +87,15 @@ class TrainingScreen(WorkbenchScreen):
             with HorizontalScroll(id="form", can_focus=False):
                 yield LabelledField("model", _select(("mlp", "cnn"), cfg["model"]["name"], "f-model"))
                 yield LabelledField("mode", _select(("graph", "pynative"), cfg["train"]["mode"], "f-mode"))
-                yield LabelledField("precision", _select(("fp32", "fp16", "amp-O1", "amp-O2"), cfg["train"]["precision"],
-                                                         "f-precision"))
+                yield LabelledField(
+                    "precision", _select(("fp32", "fp16", "amp-O1", "amp-O2"), cfg["train"]["precision"], "f-precision")
+                )
                 yield LabelledField("epochs", Input(str(cfg["train"]["epochs"]), id="f-epochs", compact=True))
                 yield LabelledField("batch size", Input(str(cfg["train"]["batch_size"]), id="f-batch", compact=True))
                 yield LabelledField("lr", Input(str(cfg["train"]["lr"]), id="f-lr", compact=True))
-                yield LabelledField("device", _select(("auto", "CPU", "GPU", "Ascend"), cfg["device"]["target"],
-                                                      "f-device"))
+                yield LabelledField(
+                    "device", _select(("auto", "CPU", "GPU", "Ascend"), cfg["device"]["target"], "f-device")
+                )
                 yield Button("Start ^s", id="start", variant="success", compact=True)
                 yield Button("Stop ^o", id="stop", variant="error", compact=True)
             yield Static("", id="form-state")
@@ -161,12 +186,18 @@ class TrainingScreen(WorkbenchScreen):
         """Say whose settings the form holds, and which fields differ from them."""
         line = Text(no_wrap=True, overflow="ellipsis")
         if self.form_from:
-            edited = [(label, value, self.form_base.get(key)) for label, key, value in self.form_fields()
-                      if value != self.form_base.get(key)]
+            edited = [
+                (label, value, self.form_base.get(key))
+                for label, key, value in self.form_fields()
+                if value != self.form_base.get(key)
+            ]
             if edited:
                 line.append("EDITED ", style="bold black on yellow")
-                line.append("; ".join("%s %s (%s ran %s)" % (label, value, self.form_from, base)
-                                      for label, value, base in edited))
+                line.append(
+                    "; ".join(
+                        "%s %s (%s ran %s)" % (label, value, self.form_from, base) for label, value, base in edited
+                    )
+                )
             else:
                 line.append("form = the settings of %s" % self.form_from, style="dim")
         else:
@@ -221,15 +252,23 @@ class TrainingScreen(WorkbenchScreen):
             if not confirmed:
                 return
             if view.test_count() >= 1:
-                self.app.notify("the test set was already evaluated %d time(s) for %s: every evaluation is recorded"
-                                % (view.test_count(), view.jid), severity="warning", timeout=8)
+                self.app.notify(
+                    "the test set was already evaluated %d time(s) for %s: every evaluation is recorded"
+                    % (view.test_count(), view.jid),
+                    severity="warning",
+                    timeout=8,
+                )
             self.app.start_job("test", {"test": {"from": view.jid}})
 
         if view.state != "ok":
-            self.app.push_screen(ConfirmScreen(
-                "%s did not end ok (%s). Evaluate its best checkpoint on the test set anyway? "
-                "The evaluation is counted and recorded." % (view.jid, view.status or view.state or "running"),
-                yes="Evaluate"), go)
+            self.app.push_screen(
+                ConfirmScreen(
+                    "%s did not end ok (%s). Evaluate its best checkpoint on the test set anyway? "
+                    "The evaluation is counted and recorded." % (view.jid, view.status or view.state or "running"),
+                    yes="Evaluate",
+                ),
+                go,
+            )
             return
         go()
 
@@ -254,8 +293,9 @@ class TrainingScreen(WorkbenchScreen):
         if view.jid and view.jid != self.form_from and view.cfg:
             self.fill_form(view.jid, view.cfg)
         eta = view.eta_s()
-        if self._changed("runline", (view.jid, id(view.started), view.status, view.state, id(view.progress),
-                                     int(eta or 0))):  # started: the screen may draw before it is read
+        if self._changed(
+            "runline", (view.jid, id(view.started), view.status, view.state, id(view.progress), int(eta or 0))
+        ):  # started: the screen may draw before it is read
             self.query_one("#runline", Static).update(self._runline(view, eta), layout=False)  # fixed size: no reflow
         if self._changed("testline", (view.jid, len(view.tests))):
             self.query_one("#testline", Static).update(test_line(view), layout=False)
@@ -270,9 +310,14 @@ class TrainingScreen(WorkbenchScreen):
                 if self._changed(wid, text):
                     self.query_one(wid, Static).update(text, layout=False)
         self.query_one(DevicePanel).show(view.device_samples, view.device_target)  # redraws only on a new sample
-        perf_key = (view.jid, id(view.perf), plain, tuple((k, c.get("status")) for k, c in view.checks.items()),
-                    tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,
-                    None if view.perf else int(time.monotonic() / LIVE_PERF_S))
+        perf_key = (
+            view.jid,
+            id(view.perf),
+            plain,
+            tuple((k, c.get("status")) for k, c in view.checks.items()),
+            tuple(sorted(view.rank_step_ms.items())) if hasattr(view.rank_step_ms, "items") else None,
+            None if view.perf else int(time.monotonic() / LIVE_PERF_S),
+        )
         if self._changed("perf", perf_key):
             self.query_one("#perf", Panel).update(perf_panel(view, plain), layout=False)
         epochs = self.query_one("#epochs", Panel)
@@ -284,12 +329,14 @@ class TrainingScreen(WorkbenchScreen):
             shown = matrix_epoch(view, self.matrix_best)
             val = (shown or {}).get("val") or {}
             per_class = val.get("per_class") or []
-            weakest = weakest_shown(val)  # workbench.metrics' rule; no highlight when every class ties
+            weakest = weakest_shown(val)  # workbench.analysis.metrics' rule; no highlight when every class ties
             self.query_one("#matrix-label", Static).update(matrix_label(view, self.matrix_best), layout=False)
-            self.query_one("#matrix", ConfusionGrid).show(val.get("confusion"), plain=plain, weakest=weakest,
-                                                          layout=False)
-            self.query_one("#perclass", Panel).update(per_class_table(val, plain, weakest) if per_class else "",
-                                                      layout=False)
+            self.query_one("#matrix", ConfusionGrid).show(
+                val.get("confusion"), plain=plain, weakest=weakest, layout=False
+            )
+            self.query_one("#perclass", Panel).update(
+                per_class_table(val, plain, weakest) if per_class else "", layout=False
+            )
         # view.result is a new {} on every read until the run writes one: key on the result itself, since an
         # update of this height-auto Static reflows the whole screen
         if self._changed("profile", (view.jid, id(view.result) if view.result else None)):
@@ -301,8 +348,10 @@ class TrainingScreen(WorkbenchScreen):
         error.display = bool(view.error)
         if view.error:
             message = str(view.error.get("message") or "").split("\n")[0]
-            text = Text("%s: %s" % (view.error.get("type"), message[:240] + ("…" if len(message) > 240 else "")),
-                        style="bold red")
+            text = Text(
+                "%s: %s" % (view.error.get("type"), message[:240] + ("…" if len(message) > 240 else "")),
+                style="bold red",
+            )
             if view.error.get("hint"):
                 text.append("\nhint: " + str(view.error["hint"]), style="yellow")
             error.update(text)
@@ -322,9 +371,18 @@ class TrainingScreen(WorkbenchScreen):
             line.append(view.status.split(":", 1)[-1].strip()[:60] + " ")
         prog = view.progress
         if prog:
-            line.append("%s  %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"), prog.get("unit", "")))
+            line.append(
+                "%s  %s/%s %s" % (prog.get("phase", ""), prog.get("done"), prog.get("total"), prog.get("unit", ""))
+            )
         if eta is not None and view.state == "running":
             line.append("  ETA %ds" % eta)
-        line.append("  on %s (asked %s) %s %s" % (dev.get("resolved", "?"), dev.get("requested", "?"),
-                                                 started.get("mode", ""), started.get("precision", "")))
+        line.append(
+            "  on %s (asked %s) %s %s"
+            % (
+                dev.get("resolved", "?"),
+                dev.get("requested", "?"),
+                started.get("mode", ""),
+                started.get("precision", ""),
+            )
+        )
         return line

@@ -10,7 +10,7 @@ from rich.text import Text
 from screens.widgets.confusion import SHORT_NAMES
 from screens.widgets.evidence import badge
 from screens.widgets.textgrid import text_grid
-from workbench.metrics import upper_median, weakest_class
+from workbench.analysis.metrics import upper_median, weakest_class
 from workbench.views.training import TrainingView
 
 EPOCH_ROWS = 12  # epochs shown before the panel has a size (the latest, and the best when it is older)
@@ -48,20 +48,38 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
     compile_s = perf.get("first_step_s")
     if compile_s is None and view.compile_ms:
         compile_s = view.compile_ms[0] / 1000.0
-    t.add_row("compile", _f(compile_s, "%.2f", " s") + ("  (+%d recompile)" % (len(view.compile_ms) - 1)
-                                                         if len(view.compile_ms) > 1 else ""))
-    t.add_row("steady", "median %s  p95 %s" % (_f(steady.get("median_ms", upper_median(view.step_ms)), "%.2f", " ms"),
-                                               _f(steady.get("p95_ms"), "%.2f", " ms")))
+    t.add_row(
+        "compile",
+        _f(compile_s, "%.2f", " s")
+        + ("  (+%d recompile)" % (len(view.compile_ms) - 1) if len(view.compile_ms) > 1 else ""),
+    )
+    t.add_row(
+        "steady",
+        "median %s  p95 %s"
+        % (
+            _f(steady.get("median_ms", upper_median(view.step_ms)), "%.2f", " ms"),
+            _f(steady.get("p95_ms"), "%.2f", " ms"),
+        ),
+    )
     # In a data-parallel run these figures are rank 0's; the rank rows follow at once, inside the
     # panel's first lines, because the panel is cut at the chart height.
-    t.add_row("r0 images/s" if view.rank_step_ms else "images/s", _f(steady.get("images_per_s"), "%.0f") + (
-        "  (n=%s, warm-up %s)" % (steady.get("n"), perf.get("warmup_steps")) if steady else ""))
+    t.add_row(
+        "r0 images/s" if view.rank_step_ms else "images/s",
+        _f(steady.get("images_per_s"), "%.0f")
+        + ("  (n=%s, warm-up %s)" % (steady.get("n"), perf.get("warmup_steps")) if steady else ""),
+    )
     for label, value in rank_rows(view, plain):
         t.add_row(label, value)
     t.add_row("host RSS", _f(perf.get("peak_host_rss_mb"), "%.0f", " MB (peak)"))
     dev = perf.get("peak_device_mb")
-    t.add_row("device mem", _f(dev, "%.0f", " MB") if dev is not None else
-              Text(str(perf.get("device_memory_note") or "not measured"), style="dim", no_wrap=True, overflow="ellipsis"))
+    t.add_row(
+        "device mem",
+        _f(dev, "%.0f", " MB")
+        if dev is not None
+        else Text(
+            str(perf.get("device_memory_note") or "not measured"), style="dim", no_wrap=True, overflow="ellipsis"
+        ),
+    )
     t.add_row("sync", str(perf.get("sync") or "—"))
     for check in view.checks.values():
         row = Text(no_wrap=True, overflow="ellipsis")
@@ -72,7 +90,7 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
 
 
 def weakest_shown(val: Dict[str, Any]) -> Optional[int]:
-    """The shown epoch's class with the lowest F1 by workbench.metrics' rule (None when none, or all tie)."""
+    """The shown epoch's class with the lowest F1 by workbench.analysis.metrics' rule (None when none, or all tie)."""
     rows = val.get("per_class") or []
     f1 = [r.get("f1") for r in rows]
     if not rows or any(type(x) not in (int, float) for x in f1) or min(f1) == max(f1):
@@ -86,9 +104,15 @@ def per_class_table(val: Dict[str, Any], plain: bool, weakest: Optional[int] = N
     cells = []
     for i, r in enumerate(rows):
         style = ("reverse" if plain else "bold red") if i == weakest else ""
-        cells.append([Text(SHORT_NAMES[i] if i < len(SHORT_NAMES) else str(i), style=style),
-                      "%.3f" % r.get("precision", 0), "%.3f" % r.get("recall", 0),
-                      Text("%.3f" % r.get("f1", 0), style=style), str(r.get("support", ""))])
+        cells.append(
+            [
+                Text(SHORT_NAMES[i] if i < len(SHORT_NAMES) else str(i), style=style),
+                "%.3f" % r.get("precision", 0),
+                "%.3f" % r.get("recall", 0),
+                Text("%.3f" % r.get("f1", 0), style=style),
+                str(r.get("support", "")),
+            ]
+        )
     return text_grid(["class", "P", "R", "F1", "n"], cells, [7, 5, 5, 5, 5], [False, True, True, True, True])
 
 
@@ -97,14 +121,25 @@ def profile_table(profile: Dict[str, Any]) -> Optional[Table]:
     ops = profile.get("top_ops") or []
     if not ops:
         return None
-    t = Table(title="profiled window: %s steps — %s" % (profile.get("steps"), profile.get("note") or ""),
-              box=None, header_style="bold", title_justify="left")
+    t = Table(
+        title="profiled window: %s steps — %s" % (profile.get("steps"), profile.get("note") or ""),
+        box=None,
+        header_style="bold",
+        title_justify="left",
+    )
     for name in ("operator", "type", "count", "total ms", "mean µs", "share"):
         t.add_column(name, justify="left" if name in ("operator", "type") else "right")
     for op in ops[:10]:
-        t.add_row(str(op.get("name"))[:40], str(op.get("type", "")), str(op.get("count", "")),
-                  _f(op.get("total_ms"), "%.2f"), _f(op.get("mean_us"), "%.1f"), _f(op.get("share"), "%.1f%%") if
-                  op.get("share") is None or op.get("share") > 1 else _f(100 * op.get("share"), "%.1f%%"))
+        t.add_row(
+            str(op.get("name"))[:40],
+            str(op.get("type", "")),
+            str(op.get("count", "")),
+            _f(op.get("total_ms"), "%.2f"),
+            _f(op.get("mean_us"), "%.1f"),
+            _f(op.get("share"), "%.1f%%")
+            if op.get("share") is None or op.get("share") > 1
+            else _f(100 * op.get("share"), "%.1f%%"),
+        )
     return t
 
 
@@ -117,19 +152,30 @@ def epochs_table(view: TrainingView, plain: bool, rows: int = EPOCH_ROWS) -> Tex
     cells, styles = [], []
     for ev in shown:
         val = ev.get("val") or {}
-        cells.append([str(ev.get("epoch")), _f(ev.get("train_loss"), "%.4f"), _f(val.get("accuracy"), "%.4f"),
-                      _f(val.get("macro_f1"), "%.4f"), _f(ev.get("epoch_s"), "%.1f"), "★" if ev is best else ""])
+        cells.append(
+            [
+                str(ev.get("epoch")),
+                _f(ev.get("train_loss"), "%.4f"),
+                _f(val.get("accuracy"), "%.4f"),
+                _f(val.get("macro_f1"), "%.4f"),
+                _f(ev.get("epoch_s"), "%.1f"),
+                "★" if ev is best else "",
+            ]
+        )
         styles.append(("reverse" if plain else "bold") if ev is best else "")
-    text = text_grid(["epoch", "train loss", "val acc", "macro-F1", "epoch s", "best"], cells,
-                     [5, 10, 7, 8, 7, 4], [False, True, True, True, True, False], row_styles=styles)
+    text = text_grid(
+        ["epoch", "train loss", "val acc", "macro-F1", "epoch s", "best"],
+        cells,
+        [5, 10, 7, 8, 7, 4],
+        [False, True, True, True, True, False],
+        row_styles=styles,
+    )
     earlier = len(view.epochs) - len(shown)
     if not view.epochs:
         text.append("\nno epoch ended yet", style="dim")
     elif earlier:
         text.append("\n%d earlier epoch%s in the session record" % (earlier, "" if earlier == 1 else "s"), style="dim")
     return text
-
-
 
 
 def _median(values: List[float]) -> Optional[float]:
@@ -142,15 +188,22 @@ def loss_label(view: TrainingView) -> str:
     per = view.loss.per_point
     what = "1 step" if per == 1 else "mean of %d steps" % per
     return "loss (a point = %s): last %s  min %s" % (
-        what, _f(points[-1] if points else None, "%.4f"), _f(min(points) if points else None, "%.4f"))
+        what,
+        _f(points[-1] if points else None, "%.4f"),
+        _f(min(points) if points else None, "%.4f"),
+    )
 
 
 def step_label(view: TrainingView, shown: List[float]) -> str:
     """The step-time chart's caption: its scale (min, median, max of the plotted steady steps) and what is left out."""
     compile_s = view.compile_ms[0] / 1000.0 if view.compile_ms else None
     return "step ms, steady: min %s  med %s  max %s  (compile %s, %d warm-up hidden)" % (
-        _f(min(shown) if shown else None, "%.1f"), _f(_median(shown), "%.1f"), _f(max(shown) if shown else None, "%.1f"),
-        _f(compile_s, "%.2f", " s"), view.warmup_seen)
+        _f(min(shown) if shown else None, "%.1f"),
+        _f(_median(shown), "%.1f"),
+        _f(max(shown) if shown else None, "%.1f"),
+        _f(compile_s, "%.2f", " s"),
+        view.warmup_seen,
+    )
 
 
 def epochs_summary(view: TrainingView) -> Text:
@@ -167,9 +220,17 @@ def epochs_summary(view: TrainingView) -> Text:
             line.append("  (newest is the best)", style="dim")
             break
         val = ev.get("val") or {}
-        line.append("%s%s: epoch %s acc %s F1 %s" % (
-            " │ " if label == "newest" else "", label, ev.get("epoch"), _f(val.get("accuracy"), "%.4f"),
-            _f(val.get("macro_f1"), "%.4f")), style=style)
+        line.append(
+            "%s%s: epoch %s acc %s F1 %s"
+            % (
+                " │ " if label == "newest" else "",
+                label,
+                ev.get("epoch"),
+                _f(val.get("accuracy"), "%.4f"),
+                _f(val.get("macro_f1"), "%.4f"),
+            ),
+            style=style,
+        )
     return line
 
 
@@ -186,7 +247,10 @@ def matrix_label(view: TrainingView, best: bool) -> str:
     if ev is None:
         return "confusion matrix (validation): no epoch yet"
     return "confusion (validation), epoch %s = the %s epoch  (b: %s)" % (
-        ev.get("epoch"), "best" if best else "last", "last" if best else "best")
+        ev.get("epoch"),
+        "best" if best else "last",
+        "last" if best else "best",
+    )
 
 
 def test_results(view: TrainingView) -> List[Dict[str, Any]]:
@@ -205,9 +269,11 @@ def test_line(view: TrainingView) -> Text:
     ckpt = str((last.get("checkpoint") or {}).get("path") or "best.ckpt").rsplit("/", 1)[-1]
     count = last.get("test_evaluations") or len(results)
     line.append("test set: ", style="bold")
-    line.append("acc %s  macro-F1 %s" % (_f(last.get("accuracy"), "%.4f"), _f(last.get("macro_f1"), "%.4f")),
-                style="bold")
+    line.append(
+        "acc %s  macro-F1 %s" % (_f(last.get("accuracy"), "%.4f"), _f(last.get("macro_f1"), "%.4f")), style="bold"
+    )
     line.append("  evaluated %s×" % count, style="bold yellow" if isinstance(count, int) and count > 1 else "")
-    line.append("  %s, epoch %s of %s (%s)" % (ckpt, last.get("best_epoch"), last.get("from") or view.jid,
-                                               last.get("jid")))
+    line.append(
+        "  %s, epoch %s of %s (%s)" % (ckpt, last.get("best_epoch"), last.get("from") or view.jid, last.get("jid"))
+    )
     return line

@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
-from workbench.atomic import read_json
-from workbench.protocol import validate_file
+from workbench.events.protocol import validate_file
+from workbench.system.atomic import read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,11 +33,19 @@ def cli_env(env: Optional[dict] = None) -> dict:
     return full
 
 
-def run_cli(*args: Any, env: Optional[dict] = None, timeout: float = 60.0,
-            cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: Any, env: Optional[dict] = None, timeout: float = 60.0, cwd: Optional[Path] = None
+) -> subprocess.CompletedProcess:
     """Run `python -m workbench ARGS` as a real subprocess; return it with text stdout/stderr."""
-    return subprocess.run(cli_argv(*args), cwd=str(cwd or PROJECT_ROOT), env=cli_env(env),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        cli_argv(*args),
+        cwd=str(cwd or PROJECT_ROOT),
+        env=cli_env(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def poll_until(predicate: Callable[[], Any], timeout_s: float, poll_s: float = 0.05) -> Any:
@@ -54,8 +62,9 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, poll_s: float = 0.0
     """Poll `predicate` until it returns something truthy and return that; fail after timeout_s."""
     value = poll_until(predicate, timeout_s, poll_s)
     if not value:
-        raise AssertionError("timed out after %.1f s waiting for %s" % (
-            timeout_s, what or getattr(predicate, "__name__", "a condition")))
+        raise AssertionError(
+            "timed out after %.1f s waiting for %s" % (timeout_s, what or getattr(predicate, "__name__", "a condition"))
+        )
     return value
 
 

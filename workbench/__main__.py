@@ -1,5 +1,5 @@
 """Entry point for `python -m workbench`."""
 
-from workbench.cli import main
+from workbench.cli.main import main
 
 raise SystemExit(main())

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from workbench.ascend import cann as cannmod
-from workbench.jobconfig import JobConfig
-from workbench.jobkit import JobContext
-
 from jobs.env import ascend_stack, npu, python_stack, settings
+from workbench.ascend import cann as cannmod
+from workbench.jobkit.config import JobConfig
+from workbench.jobkit.context import JobContext
 
 
 def gather(cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[str, Any]) -> Dict[str, Any]:
@@ -24,9 +23,12 @@ def gather(cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[str, Any]) -> Dic
         "python": python_stack.interpreter_summary(interpreter),
         "packages": python_stack.package_summary(packages),
         "cann": ascend_stack.cann_summary(cann, set_env),
-        "driver": driver, "firmware": firmware,
+        "driver": driver,
+        "firmware": firmware,
         "pairing": ascend_stack.pairing_facts(packages["mindspore"]["version"], cann["version"]),
-        "devices": [], "processes": [], "cards": [],
+        "devices": [],
+        "processes": [],
+        "cards": [],
         "environment": settings.environment_facts()[0],
     }
 
@@ -42,8 +44,11 @@ def check(ctx: JobContext, cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[s
     # npu-smi first: its title line and `-t board` stand in for a missing driver or firmware version.info
     smi = npu.npu_smi(ctx, cfg.env, target)
     info = smi.info
-    status = cannmod.driver_status(cfg.env.root, driver_version=info.version if info is not None else None,
-                                   firmware_version=npu.board_firmware(smi))
+    status = cannmod.driver_status(
+        cfg.env.root,
+        driver_version=info.version if info is not None else None,
+        firmware_version=npu.board_firmware(smi),
+    )
     ascend_stack.driver_checks(ctx, target, status)
     driver, firmware = ascend_stack.driver_summary(status)
     driver["npu_smi"] = smi.facts
@@ -60,7 +65,9 @@ def check(ctx: JobContext, cfg: JobConfig, cann: Dict[str, Any], set_env: Dict[s
         "python": python_stack.interpreter_summary(interpreter),
         "packages": python_stack.package_summary(packages),
         "cann": ascend_stack.cann_summary(cann, set_env),
-        "driver": driver, "firmware": firmware, "pairing": pairing,
+        "driver": driver,
+        "firmware": firmware,
+        "pairing": pairing,
         "devices": list(info.devices) if info is not None else [],
         "processes": [npu.process_row(p) for p in info.processes] if info is not None else [],
         "cards": cards,

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import os
 
-from workbench.ascend import cann as cannmod
-from workbench.atomic import write_json
-from workbench.jobconfig import JobConfig
-from workbench.jobkit import JobContext, JobFailed
-from workbench.protocol import Evidence
-
 from jobs.env import inventory
 from jobs.env.probes import DeviceProbes
 from jobs.env.settings import device_setting
+from workbench.ascend import cann as cannmod
+from workbench.events.protocol import Evidence
+from workbench.jobkit.config import JobConfig
+from workbench.jobkit.context import JobContext, JobFailed
+from workbench.system.atomic import write_json
 
-SUMMARY_KEYS = ("python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "cards", "probes",
-                "environment")
+SUMMARY_KEYS = (
+    "python",
+    "packages",
+    "cann",
+    "driver",
+    "firmware",
+    "pairing",
+    "devices",
+    "processes",
+    "cards",
+    "probes",
+    "environment",
+)
 
 
 def main(ctx: JobContext) -> str:
@@ -41,7 +51,10 @@ def main(ctx: JobContext) -> str:
     bad = [p for p in probes if p["verdict"] in (Evidence.FAIL, Evidence.BLOCKED)]
     if bad:
         first = bad[0]
-        raise JobFailed("device probe %s on %s:%d %s: %s" % (
-            first["op"], first["target"], first["id"], first["verdict"], first["detail"]),
-            hint=first.get("hint"), type_="DeviceProbeFailed")
+        raise JobFailed(
+            "device probe %s on %s:%d %s: %s"
+            % (first["op"], first["target"], first["id"], first["verdict"], first["detail"]),
+            hint=first.get("hint"),
+            type_="DeviceProbeFailed",
+        )
     return "ok"

@@ -7,13 +7,12 @@ import os
 import shutil
 from typing import Any, Dict, List, Optional, Tuple
 
+from jobs.env.common import tail
 from workbench.ascend import cann as cannmod
 from workbench.ascend import chipstatus, npusmi, visible
-from workbench.atomic import write_text
-from workbench.jobkit import JobContext
-from workbench.protocol import Evidence
-
-from jobs.env.common import tail
+from workbench.events.protocol import Evidence
+from workbench.jobkit.context import JobContext
+from workbench.system.atomic import write_text
 
 USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
 NOT_RUN_NOTE = {"present": None, "note": "not run: env.only_probes is true"}
@@ -37,8 +36,12 @@ def find_npu_smi(command: str, root: str) -> Tuple[Optional[str], bool, List[str
 class SmiRun:
     """What the env job learnt from npu-smi: the parsed `info`, its facts, and how to run it again."""
 
-    def __init__(self, facts: Dict[str, Any], info: Optional[npusmi.NpuSmiInfo] = None,
-                 run: Optional[chipstatus.RunNpuSmi] = None):
+    def __init__(
+        self,
+        facts: Dict[str, Any],
+        info: Optional[npusmi.NpuSmiInfo] = None,
+        run: Optional[chipstatus.RunNpuSmi] = None,
+    ):
         self.facts = facts
         self.info = info
         self.run = run
@@ -57,13 +60,26 @@ def npu_smi(ctx: JobContext, env_cfg: Any, target: str) -> SmiRun:
     path, on_path, looked = find_npu_smi(env_cfg.npu_smi, env_cfg.root)
     npu = {"present": path is not None, "path": path, "on_path": on_path, "looked_at": looked}
     if path is None:
-        ctx.check("npu-smi", "npu-smi", Evidence.NOT_RUN, "npu-smi not found (looked for %s)" % ", ".join(looked),
-                  evidence=npu, hint="install the Ascend driver, or mount npu-smi into the container"
-                  if target == "Ascend" else None, group="npu")
+        ctx.check(
+            "npu-smi",
+            "npu-smi",
+            Evidence.NOT_RUN,
+            "npu-smi not found (looked for %s)" % ", ".join(looked),
+            evidence=npu,
+            hint="install the Ascend driver, or mount npu-smi into the container" if target == "Ascend" else None,
+            group="npu",
+        )
         return SmiRun(npu)
     if os.path.basename(path) != "npu-smi":
-        ctx.check("npu-smi", "npu-smi", Evidence.BLOCKED, "env.npu_smi=%r: its basename must be npu-smi" % path,
-                  evidence=npu, hint="set env.npu_smi to npu-smi or a path ending in /npu-smi", group="npu")
+        ctx.check(
+            "npu-smi",
+            "npu-smi",
+            Evidence.BLOCKED,
+            "env.npu_smi=%r: its basename must be npu-smi" % path,
+            evidence=npu,
+            hint="set env.npu_smi to npu-smi or a path ending in /npu-smi",
+            group="npu",
+        )
         return SmiRun(npu)
     lock = smi_lock(ctx)
     timeout_s = env_cfg.npu_smi_timeout_s
@@ -75,25 +91,55 @@ def npu_smi(ctx: JobContext, env_cfg: Any, target: str) -> SmiRun:
     ctx.artifact(artifact, "npu-smi-info")
     info = npusmi.parse_info(out)
     failure = npusmi.classify_failure(rc, out, err)
-    npu.update(returncode=rc, elapsed_s=round(elapsed_s, 3), timeout_s=timeout_s, lock=lock, version=info.version,
-               layout=info.layout, failure=failure)
-    evidence = dict(npu, devices=len(info.devices), processes=info.processes, idle_npus=info.idle_npus,
-                    unparsed=info.unparsed, raw=tail(raw, 8000),
-                    note=None if on_path else "npu-smi is not on PATH; ran %s" % path)
+    npu.update(
+        returncode=rc,
+        elapsed_s=round(elapsed_s, 3),
+        timeout_s=timeout_s,
+        lock=lock,
+        version=info.version,
+        layout=info.layout,
+        failure=failure,
+    )
+    evidence = dict(
+        npu,
+        devices=len(info.devices),
+        processes=info.processes,
+        idle_npus=info.idle_npus,
+        unparsed=info.unparsed,
+        raw=tail(raw, 8000),
+        note=None if on_path else "npu-smi is not on PATH; ran %s" % path,
+    )
     if failure is not None:  # a device layer that cannot answer: blocked, never a pass (issue 17, class 2)
         verdict = npusmi.failure_verdict(failure, out, err)
         evidence["error_text"] = verdict["error_text"]
-        ctx.check("npu-smi", "npu-smi", verdict["status"], verdict["detail"], evidence=evidence,
-                  hint=verdict["hint"], group="npu")
+        ctx.check(
+            "npu-smi",
+            "npu-smi",
+            verdict["status"],
+            verdict["detail"],
+            evidence=evidence,
+            hint=verdict["hint"],
+            group="npu",
+        )
         return SmiRun(npu, info if info.devices else None, run)
     if not info.devices:
-        ctx.check("npu-smi", "npu-smi", Evidence.FAIL,
-                  "npu-smi info printed no device table this parser knows (layout %s, %d unparsed lines)" % (
-                      info.layout, len(info.unparsed)), evidence=evidence,
-                  hint="keep artifacts/npu-smi-info.txt and compare it with the known layouts", group="npu")
+        ctx.check(
+            "npu-smi",
+            "npu-smi",
+            Evidence.FAIL,
+            "npu-smi info printed no device table this parser knows (layout %s, %d unparsed lines)"
+            % (info.layout, len(info.unparsed)),
+            evidence=evidence,
+            hint="keep artifacts/npu-smi-info.txt and compare it with the known layouts",
+            group="npu",
+        )
         return SmiRun(npu, None, run)
     detail = "%d device(s), %d process(es), npu-smi %s, layout %s" % (
-        len(info.devices), len(info.processes), info.version or "version not printed", info.layout)
+        len(info.devices),
+        len(info.processes),
+        info.version or "version not printed",
+        info.layout,
+    )
     if not on_path:
         detail += "; not on PATH, ran %s" % path
     ctx.check("npu-smi", "npu-smi", Evidence.PASS, detail, evidence=evidence, group="npu")
@@ -127,8 +173,13 @@ def card_status(smi: SmiRun) -> List[Dict[str, Any]]:
 def process_row(row: Dict[str, Any]) -> Dict[str, Any]:
     """One process npu-smi lists, as the summary keeps it."""
     # chip: two dies under one NPU id (A3, 310P Duo) are told apart by it; None when the table has none
-    out = {"npu": row["npu"], "chip": row.get("chip"), "pid": row["pid"], "name": row["name"],
-           "memory_mb": row["memory_mb"]}
+    out = {
+        "npu": row["npu"],
+        "chip": row.get("chip"),
+        "pid": row["pid"],
+        "name": row["name"],
+        "memory_mb": row["memory_mb"],
+    }
     if "container_pid" in row:
         out["container_pid"] = row["container_pid"]
     return out
@@ -142,14 +193,20 @@ def npu_health(ctx: JobContext, info: Optional[npusmi.NpuSmiInfo]) -> None:
     bad = [d for d in info.devices if str(d.get("health")).upper() != "OK"]
     rows = ["NPU %s chip %s %s: %s" % (d["npu"], d["chip"], d["name"], d["health"]) for d in info.devices]
     if bad:
-        ctx.check("npu-health", "NPU health", Evidence.FAIL, "; ".join(
-            "NPU %s chip %s (%s) health %s" % (d["npu"], d["chip"], d["name"], d["health"]) for d in bad),
+        ctx.check(
+            "npu-health",
+            "NPU health",
+            Evidence.FAIL,
+            "; ".join("NPU %s chip %s (%s) health %s" % (d["npu"], d["chip"], d["name"], d["health"]) for d in bad),
             evidence={"devices": info.devices},
             hint="read the alarm: `npu-smi info -t health -i <NPU>`; check temperature and power, and "
-                 "/var/log/npu/slog; a Warning device may still run, but its results need a second look", group="npu")
+            "/var/log/npu/slog; a Warning device may still run, but its results need a second look",
+            group="npu",
+        )
     else:
-        ctx.check("npu-health", "NPU health", Evidence.PASS, "; ".join(rows), evidence={"devices": info.devices},
-                  group="npu")
+        ctx.check(
+            "npu-health", "NPU health", Evidence.PASS, "; ".join(rows), evidence={"devices": info.devices}, group="npu"
+        )
 
 
 def visible_devices(ctx: JobContext, info: Optional[npusmi.NpuSmiInfo]) -> None:
@@ -163,5 +220,12 @@ def visible_devices(ctx: JobContext, info: Optional[npusmi.NpuSmiInfo]) -> None:
     hint = None
     if verdict["status"] == Evidence.FAIL:
         hint = "list device indexes in ascending order, each below the number of devices this container sees"
-    ctx.check("visible-devices", "Visible devices", verdict["status"], verdict["detail"],
-              evidence=dict(verdict, value=value, seen=seen), hint=hint, group="settings")
+    ctx.check(
+        "visible-devices",
+        "Visible devices",
+        verdict["status"],
+        verdict["detail"],
+        evidence=dict(verdict, value=value, seen=seen),
+        hint=hint,
+        group="settings",
+    )

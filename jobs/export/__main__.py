@@ -2,9 +2,8 @@
 
 import sys
 
-from workbench.jobkit import run
-
 from jobs.export.job import main
+from workbench.jobkit.context import run
 
 if __name__ == "__main__":
     sys.exit(run(main))

@@ -8,16 +8,15 @@ from typing import Any, Dict
 
 import numpy as np
 
-from workbench.atomic import write_bytes
-from workbench.compare import class_flips, diff_tensors
-from workbench.jobkit import JobFailed
-from workbench.protocol import Evidence
-
 from jobs.export.common import TOLERANCE, fmt
 from jobs.export.loaders import loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun
+from workbench.analysis.tensordiff import class_flips, diff_tensors
+from workbench.events.protocol import Evidence
+from workbench.jobkit.context import JobFailed
+from workbench.system.atomic import write_bytes
 
 TITLE = "checkpoint reloads in a fresh process"
 
@@ -43,21 +42,39 @@ def write_checkpoint(run: ExportRun, loaded: SourceNet) -> Dict[str, Any]:
         how = {"copied_from": str(src.ckpt), "source_sha256": loaded.sha256}
     ev = run.artifact(dst, "checkpoint", model=loaded.model, **how)
     if src.kind != "fresh-init" and ev["sha256"] != loaded.sha256:
-        raise JobFailed("the copy %s has SHA-256 %s, the source %s has %s" % (
-            dst, ev["sha256"], src.ckpt, loaded.sha256), type_="CopyError")
+        raise JobFailed(
+            "the copy %s has SHA-256 %s, the source %s has %s" % (dst, ev["sha256"], src.ckpt, loaded.sha256),
+            type_="CopyError",
+        )
     return ev
 
 
 def reload_checkpoint(run: ExportRun, loaded: SourceNet, ref: ReferenceSet, ckpt: Path) -> None:
     """Rebuild the network in a new process, load the copy, compare its outputs with ours."""
     model = loaded.model
-    outcome = run_loader(run, "ckpt", "ckpt", [
-        "--ckpt", str(ckpt), "--model", model["name"], "--hidden", str(model["hidden"]),
-        "--inputs", str(ref.inputs_path)])
+    outcome = run_loader(
+        run,
+        "ckpt",
+        "ckpt",
+        [
+            "--ckpt",
+            str(ckpt),
+            "--model",
+            model["name"],
+            "--hidden",
+            str(model["hidden"]),
+            "--inputs",
+            str(ref.inputs_path),
+        ],
+    )
     n = int(ref.inputs.shape[0])
     base = {"format": "ckpt", "batch_size": n}
-    evidence: Dict[str, Any] = {"pids": outcome["pids"], "report": outcome["report_path"],
-                                "wall_s": outcome["wall_s"], "file": "artifacts/model.ckpt"}
+    evidence: Dict[str, Any] = {
+        "pids": outcome["pids"],
+        "report": outcome["report_path"],
+        "wall_s": outcome["wall_s"],
+        "file": "artifacts/model.ckpt",
+    }
     stale = not_fresh(outcome, "the checkpoint loader")
     if stale is not None:
         run.check("ckpt-reload", TITLE, Evidence.FAIL, stale, evidence, max_abs=None, **base)
@@ -79,22 +96,48 @@ def reload_checkpoint(run: ExportRun, loaded: SourceNet, ref: ReferenceSet, ckpt
         run.check("ckpt-reload", TITLE, problem[0], problem[1], evidence, hint=problem[2], max_abs=max_abs, **base)
         return
     if report.get("error"):
-        run.check("ckpt-reload", TITLE, Evidence.FAIL, "%s %s" % (report["error"]["message"], there),
-                  evidence, hint=report["error"].get("hint"), max_abs=max_abs, **base)
+        run.check(
+            "ckpt-reload",
+            TITLE,
+            Evidence.FAIL,
+            "%s %s" % (report["error"]["message"], there),
+            evidence,
+            hint=report["error"].get("hint"),
+            max_abs=max_abs,
+            **base,
+        )
         return
     if lists.get("param_not_load") or lists.get("ckpt_not_load"):
-        run.check("ckpt-reload", TITLE, Evidence.FAIL,
-                  "load_param_into_net %s: network parameters not loaded %s; checkpoint entries not used %s; "
-                  "logits max |diff| %s vs this job's outputs" % (
-                      there, lists.get("param_not_load"), lists.get("ckpt_not_load"), fmt(max_abs, "%.3g")),
-                  evidence, hint="layer names in the file do not match build_net(%r)" % model["name"],
-                  max_abs=max_abs, **base)
+        run.check(
+            "ckpt-reload",
+            TITLE,
+            Evidence.FAIL,
+            "load_param_into_net %s: network parameters not loaded %s; checkpoint entries not used %s; "
+            "logits max |diff| %s vs this job's outputs"
+            % (there, lists.get("param_not_load"), lists.get("ckpt_not_load"), fmt(max_abs, "%.3g")),
+            evidence,
+            hint="layer names in the file do not match build_net(%r)" % model["name"],
+            max_abs=max_abs,
+            **base,
+        )
         return
     status = Evidence.PASS if diff and diff["passed"] else Evidence.FAIL
-    run.check("ckpt-reload", TITLE, status,
-              "%s: %d tensors loaded, param_not_load [], ckpt_not_load [], set_train(False); logits of %d "
-              "samples max |diff| %s vs this job's in-memory outputs (atol %g, rtol %g)" % (
-                  there, len((steps.get("load_checkpoint") or {}).get("tensors") or []), n,
-                  fmt(max_abs, "%.3g"), TOLERANCE.atol, TOLERANCE.rtol),
-              evidence, hint=None if status == Evidence.PASS else (diff or {}).get("reason"),
-              max_abs=max_abs, **base)
+    run.check(
+        "ckpt-reload",
+        TITLE,
+        status,
+        "%s: %d tensors loaded, param_not_load [], ckpt_not_load [], set_train(False); logits of %d "
+        "samples max |diff| %s vs this job's in-memory outputs (atol %g, rtol %g)"
+        % (
+            there,
+            len((steps.get("load_checkpoint") or {}).get("tensors") or []),
+            n,
+            fmt(max_abs, "%.3g"),
+            TOLERANCE.atol,
+            TOLERANCE.rtol,
+        ),
+        evidence,
+        hint=None if status == Evidence.PASS else (diff or {}).get("reason"),
+        max_abs=max_abs,
+        **base,
+    )

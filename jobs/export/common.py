@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.compare import DEFAULT_TOLERANCES
-
 from jobs.export.load_report import short_error
+from workbench.analysis.tensordiff import DEFAULT_TOLERANCES
 
 EXPORT_MODE = "graph"  # the formal execution path (course §2); the loaders use it too
 TOLERANCE = DEFAULT_TOLERANCES["float32"]
-DEVICE_CONTEXT_NOTE = ("a loader that does not return may be starved by this job's own device context "
-                       "(seen on a 310B board: a child doing device work while the parent holds the "
-                       "device does not return)")
+DEVICE_CONTEXT_NOTE = (
+    "a loader that does not return may be starved by this job's own device context "
+    "(seen on a 310B board: a child doing device work while the parent holds the "
+    "device does not return)"
+)
 
 
 def short(exc: BaseException) -> str:

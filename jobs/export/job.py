@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from workbench.jobkit import JobContext, JobFailed
-
-from jobs import msdevice
+from jobs.common import msdevice
 from jobs.export.checkpoint import reload_checkpoint, write_checkpoint
 from jobs.export.common import EXPORT_MODE
 from jobs.export.lite import lite_checks
@@ -16,23 +14,32 @@ from jobs.export.reference import ReferenceSet, build_reference, keep_inputs_onl
 from jobs.export.source import SourceNet, load_source
 from jobs.export.state import PHASES, ExportRun
 from jobs.export.summary import summary
+from workbench.jobkit.context import JobContext, JobFailed
 
 
 def start(run: ExportRun) -> None:
     """Import MindSpore, emit `started`, select the device first, check what MindSpore reports."""
     import mindspore as ms
 
-    run.ctx.started(mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)},
-                    mode=EXPORT_MODE, source=run.export["from"], formats=run.formats,
-                    batch_sizes=run.batch_sizes, dynamic_batch=run.export.dynamic_batch,
-                    samples_per_class=run.export.samples_per_class)
+    run.ctx.started(
+        mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)},
+        mode=EXPORT_MODE,
+        source=run.export["from"],
+        formats=run.formats,
+        batch_sizes=run.batch_sizes,
+        dynamic_batch=run.export.dynamic_batch,
+        samples_per_class=run.export.samples_per_class,
+    )
     msdevice.set_device(run.target, run.device_id, EXPORT_MODE)
     effective = msdevice.effective_config_check(
-        run.ctx, {"target": run.target, "device_id": run.device_id, "mode": EXPORT_MODE})
+        run.ctx, {"target": run.target, "device_id": run.device_id, "mode": EXPORT_MODE}
+    )
     if effective["mismatches"]:
-        raise JobFailed("MindSpore does not run where asked: %s" % "; ".join(effective["mismatches"]),
-                        hint=msdevice.ms_role_warning() or "check the environment that starts jobs",
-                        type_="DeviceError")
+        raise JobFailed(
+            "MindSpore does not run where asked: %s" % "; ".join(effective["mismatches"]),
+            hint=msdevice.ms_role_warning() or "check the environment that starts jobs",
+            type_="DeviceError",
+        )
 
 
 def reference_set(run: ExportRun, loaded: SourceNet) -> ReferenceSet:
@@ -42,8 +49,11 @@ def reference_set(run: ExportRun, loaded: SourceNet) -> ReferenceSet:
     except JobFailed:
         raise
     except Exception as exc:  # DataError and friends name the file and the expectation
-        raise JobFailed(str(exc), hint="the reference samples come from the training run's validation split",
-                        type_=type(exc).__name__)
+        raise JobFailed(
+            str(exc),
+            hint="the reference samples come from the training run's validation split",
+            type_=type(exc).__name__,
+        )
 
 
 def main(ctx: JobContext) -> str:
@@ -66,8 +76,10 @@ def main(ctx: JobContext) -> str:
     if ckpt_event:
         reload_checkpoint(run, loaded, ref, ctx.artifacts / "model.ckpt")
     else:
-        run.not_run([("ckpt-reload", "checkpoint reloads in a fresh process", {"format": "ckpt", "batch_size": None})],
-                    "ckpt is not in export.formats")
+        run.not_run(
+            [("ckpt-reload", "checkpoint reloads in a fresh process", {"format": "ckpt", "batch_size": None})],
+            "ckpt is not in export.formats",
+        )
     run.phase(3, "MindIR")
     mindir = None
     if wants_mindir and loaded.clean:
@@ -78,10 +90,16 @@ def main(ctx: JobContext) -> str:
         else:
             run.not_run(batch_checks(run.batch_sizes), "the MindIR export failed")
     else:
-        why = "mindir is not in export.formats" if not wants_mindir else (
-            "the source checkpoint did not load cleanly: a MindIR of partly random weights is not exported")
-        run.not_run([("mindir-export", "MindIR export", {"format": "mindir", "batch_size": None})] +
-                    batch_checks(run.batch_sizes), why)
+        why = (
+            "mindir is not in export.formats"
+            if not wants_mindir
+            else ("the source checkpoint did not load cleanly: a MindIR of partly random weights is not exported")
+        )
+        run.not_run(
+            [("mindir-export", "MindIR export", {"format": "mindir", "batch_size": None})]
+            + batch_checks(run.batch_sizes),
+            why,
+        )
     run.phase(5, "MindSpore Lite")
     lite_reason = lite_checks(run, mindir, ref)
     run.timing_s["total_s"] = time.perf_counter() - t_start
@@ -90,7 +108,10 @@ def main(ctx: JobContext) -> str:
     ctx.progress(PHASES, PHASES, "phase", "done")
     failed = run.failed_checks()
     if failed:
-        raise JobFailed("%d export check(s) failed: %s" % (len(failed), "; ".join(
-            "%s: %s" % (ev["id"], ev["detail"][:300]) for ev in failed)),
-            hint=failed[0].get("hint"), type_="ExportCheckFailed")
+        raise JobFailed(
+            "%d export check(s) failed: %s"
+            % (len(failed), "; ".join("%s: %s" % (ev["id"], ev["detail"][:300]) for ev in failed)),
+            hint=failed[0].get("hint"),
+            type_="ExportCheckFailed",
+        )
     return "ok"

@@ -36,7 +36,7 @@ def load_ckpt(args: argparse.Namespace, report: Report) -> int:
         return 1
     from mindspore import Tensor
 
-    from jobs.models import build_net
+    from jobs.common.models import build_net
 
     inputs = np.load(args.inputs, allow_pickle=False)
     net = build_net(args.model, args.hidden)
@@ -47,8 +47,11 @@ def load_ckpt(args: argparse.Namespace, report: Report) -> int:
         params = ms.load_checkpoint(args.ckpt)
     except Exception as exc:  # a damaged file raises ValueError; its text names the file
         report.step(step="load_checkpoint", ok=False, error=short_error(exc), s=time.perf_counter() - t0)
-        report.fail("%s cannot be read by mindspore.load_checkpoint: %s" % (args.ckpt, short_error(exc)),
-                    type(exc).__name__, file=args.ckpt)
+        report.fail(
+            "%s cannot be read by mindspore.load_checkpoint: %s" % (args.ckpt, short_error(exc)),
+            type(exc).__name__,
+            file=args.ckpt,
+        )
         return 1
     report.step(step="load_checkpoint", ok=True, tensors=sorted(params), s=time.perf_counter() - t0)
     t0 = time.perf_counter()
@@ -58,13 +61,19 @@ def load_ckpt(args: argparse.Namespace, report: Report) -> int:
         not_in_net_loaded, not_from_ckpt = ms.load_param_into_net(net, params, strict_load=True)
     except Exception as exc:  # a shape mismatch raises
         report.step(step="load_param_into_net", ok=False, error=short_error(exc), s=time.perf_counter() - t0)
-        report.fail("%s does not fit the network: %s" % (args.ckpt, short_error(exc)), type(exc).__name__,
-                    file=args.ckpt)
+        report.fail(
+            "%s does not fit the network: %s" % (args.ckpt, short_error(exc)), type(exc).__name__, file=args.ckpt
+        )
         return 1
     param_not_load, ckpt_not_load = list(not_in_net_loaded or []), list(not_from_ckpt or [])
-    report.step(step="load_param_into_net", ok=not param_not_load and not ckpt_not_load,
-                param_not_load=param_not_load, ckpt_not_load=ckpt_not_load, strict_load=True,
-                s=time.perf_counter() - t0)
+    report.step(
+        step="load_param_into_net",
+        ok=not param_not_load and not ckpt_not_load,
+        param_not_load=param_not_load,
+        ckpt_not_load=ckpt_not_load,
+        strict_load=True,
+        s=time.perf_counter() - t0,
+    )
     net.set_train(False)
     # Outputs are computed even when names did not match: their difference is evidence too.
     t0 = time.perf_counter()
@@ -75,8 +84,14 @@ def load_ckpt(args: argparse.Namespace, report: Report) -> int:
         report.fail("forward pass after loading %s failed: %s" % (args.ckpt, short_error(exc)), type(exc).__name__)
         return 1
     out = Path(args.out).with_name(Path(args.out).stem + ".logits.npy")
-    report.step(step="forward", ok=True, batch_size=int(inputs.shape[0]), shape=list(logits.shape),
-                outputs=save_npy(out, logits.astype(np.float32)), s=time.perf_counter() - t0)
+    report.step(
+        step="forward",
+        ok=True,
+        batch_size=int(inputs.shape[0]),
+        shape=list(logits.shape),
+        outputs=save_npy(out, logits.astype(np.float32)),
+        s=time.perf_counter() - t0,
+    )
     return 0
 
 
@@ -94,8 +109,11 @@ def load_mindir(args: argparse.Namespace, report: Report) -> int:
         cell = nn.GraphCell(graph)
     except Exception as exc:
         report.step(step="load", ok=False, error=short_error(exc), s=time.perf_counter() - t0)
-        report.fail("%s cannot be loaded (mindspore.load + nn.GraphCell): %s" % (args.mindir, short_error(exc)),
-                    type(exc).__name__, file=args.mindir)
+        report.fail(
+            "%s cannot be loaded (mindspore.load + nn.GraphCell): %s" % (args.mindir, short_error(exc)),
+            type(exc).__name__,
+            file=args.mindir,
+        )
         return 1
     report.step(step="load", ok=True, api="mindspore.load + nn.GraphCell", s=time.perf_counter() - t0)
     base = Path(args.out)
@@ -113,17 +131,24 @@ def load_mindir(args: argparse.Namespace, report: Report) -> int:
                 call_s.append(time.perf_counter() - t0)
                 break
             call_s.append(time.perf_counter() - t0)
-        record: Dict[str, Any] = {"step": "run", "batch_size": batch_size, "calls": int(rows.shape[0]),
-                                  "calls_done": len(outputs), "first_call_s": call_s[0] if call_s else None,
-                                  "total_s": float(sum(call_s))}
+        record: Dict[str, Any] = {
+            "step": "run",
+            "batch_size": batch_size,
+            "calls": int(rows.shape[0]),
+            "calls_done": len(outputs),
+            "first_call_s": call_s[0] if call_s else None,
+            "total_s": float(sum(call_s)),
+        }
         if error is not None:
             record.update(ok=False, error=error)
         else:
             stem = base.stem + ".b%d" % batch_size
-            record.update(ok=True, shape=list(outputs[0].shape),
-                          outputs=save_npy(base.with_name(stem + ".logits.npy"),
-                                           np.concatenate(outputs).astype(np.float32)),
-                          rows=save_npy(base.with_name(stem + ".rows.npy"), rows.reshape(-1).astype(np.int64)))
+            record.update(
+                ok=True,
+                shape=list(outputs[0].shape),
+                outputs=save_npy(base.with_name(stem + ".logits.npy"), np.concatenate(outputs).astype(np.float32)),
+                rows=save_npy(base.with_name(stem + ".rows.npy"), rows.reshape(-1).astype(np.int64)),
+            )
         report.step(**record)
     return 0
 

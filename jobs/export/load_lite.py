@@ -24,8 +24,13 @@ def lite_probe(args: argparse.Namespace, report: Report) -> int:
     except Exception as exc:  # ImportError, or an undefined symbol from a mismatched build
         report.set(lite={"imported": False, "error": short_error(exc)})
         return 0
-    report.set(lite={"imported": True, "version": getattr(mslite, "__version__", None),
-                     "path": os.path.dirname(getattr(mslite, "__file__", "") or "")})
+    report.set(
+        lite={
+            "imported": True,
+            "version": getattr(mslite, "__version__", None),
+            "path": os.path.dirname(getattr(mslite, "__file__", "") or ""),
+        }
+    )
     return 0
 
 
@@ -63,8 +68,11 @@ def load_lite(args: argparse.Namespace, report: Report) -> int:
         model.build_from_file(args.mindir, mslite.ModelType.MINDIR, context)
     except Exception as exc:  # Lite's own log line (the version gate) goes to stderr as well
         report.step(step="build_from_file", ok=False, error=short_error(exc), s=time.perf_counter() - t0)
-        report.fail("build_from_file(%s) on %s failed: %s" % (args.mindir, args.backend, short_error(exc)),
-                    type(exc).__name__, file=args.mindir)
+        report.fail(
+            "build_from_file(%s) on %s failed: %s" % (args.mindir, args.backend, short_error(exc)),
+            type(exc).__name__,
+            file=args.mindir,
+        )
         return 1
     report.step(step="build_from_file", ok=True, backend=args.backend, s=time.perf_counter() - t0)
     rows = batch_rows(int(inputs.shape[0]), int(args.batch_size))
@@ -83,8 +91,12 @@ def load_lite(args: argparse.Namespace, report: Report) -> int:
         report.fail("predict on %s failed: %s" % (args.backend, short_error(exc)), type(exc).__name__)
         return 1
     stem = Path(args.out).stem
-    report.step(step="predict", ok=True, batch_size=int(args.batch_size), s=time.perf_counter() - t0,
-                outputs=save_npy(Path(args.out).with_name(stem + ".logits.npy"),
-                                 np.concatenate(outputs).astype(np.float32)),
-                rows=save_npy(Path(args.out).with_name(stem + ".rows.npy"), rows.reshape(-1).astype(np.int64)))
+    report.step(
+        step="predict",
+        ok=True,
+        batch_size=int(args.batch_size),
+        s=time.perf_counter() - t0,
+        outputs=save_npy(Path(args.out).with_name(stem + ".logits.npy"), np.concatenate(outputs).astype(np.float32)),
+        rows=save_npy(Path(args.out).with_name(stem + ".rows.npy"), rows.reshape(-1).astype(np.int64)),
+    )
     return 0

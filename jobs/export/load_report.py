@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from workbench.atomic import write_bytes, write_json
+from workbench.system.atomic import write_bytes, write_json
 
 REPORT_FORMAT = "ms-workbench export load v1"
 
@@ -61,9 +61,16 @@ class Report:
     def __init__(self, path: Path, what: str):
         self.path = Path(path)
         self.data: Dict[str, Any] = {
-            "format": REPORT_FORMAT, "what": what, "pid": os.getpid(), "ppid": os.getppid(),
-            "python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
-            "started_at": time.time(), "steps": [], "done": False, "error": None,
+            "format": REPORT_FORMAT,
+            "what": what,
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "python": sys.executable,
+            "python_version": "%d.%d.%d" % sys.version_info[:3],
+            "started_at": time.time(),
+            "steps": [],
+            "done": False,
+            "error": None,
         }
         self.save()
 
@@ -98,8 +105,8 @@ def set_device(report: Report, target: str, device_id: int, mode: str) -> Option
     """Select the device first (never a fallback); the report says how, or why not. Returns mindspore or None."""
     import mindspore as ms
 
-    from jobs import msdevice
-    from workbench.jobkit import JobFailed
+    from jobs.common import msdevice
+    from workbench.jobkit.context import JobFailed
 
     report.set(mindspore={"version": ms.__version__, "path": os.path.dirname(ms.__file__)})
     try:
@@ -107,6 +114,13 @@ def set_device(report: Report, target: str, device_id: int, mode: str) -> Option
     except JobFailed as exc:
         report.fail(str(exc), "DeviceError", hint=exc.hint)
         return None
-    report.set(device={"target": target, "device_id": device_id, "mode": mode, "set_with": how,
-                       "effective": msdevice.effective_device()})
+    report.set(
+        device={
+            "target": target,
+            "device_id": device_id,
+            "mode": mode,
+            "set_with": how,
+            "effective": msdevice.effective_device(),
+        }
+    )
     return ms

@@ -9,11 +9,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from workbench.atomic import read_json
-from workbench.protocol import Evidence
-
 from jobs.export.common import DEVICE_CONTEXT_NOTE, EXPORT_MODE
 from jobs.export.state import ExportRun
+from workbench.events.protocol import Evidence
+from workbench.system.atomic import read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOADER_MODULE = "jobs.export.load"
@@ -23,18 +22,33 @@ def run_loader(run: ExportRun, name: str, what: str, args: List[str]) -> Dict[st
     """Run the loader in a new process (exec); return its report plus how the process ended."""
     run.loads.mkdir(exist_ok=True)
     report_path = run.loads / ("%s.json" % name)
-    argv = [sys.executable, "-m", LOADER_MODULE, what, "--out", str(report_path),
-            "--target", run.target, "--device-id", str(run.device_id), "--ms-mode", EXPORT_MODE] + args
+    argv = [
+        sys.executable,
+        "-m",
+        LOADER_MODULE,
+        what,
+        "--out",
+        str(report_path),
+        "--target",
+        run.target,
+        "--device-id",
+        str(run.device_id),
+        "--ms-mode",
+        EXPORT_MODE,
+    ] + args
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
     timeout_s = run.cfg.limits.probe_timeout_s
     t0 = time.perf_counter()
     outcome: Dict[str, Any] = {"argv": argv, "timeout_s": timeout_s, "timed_out": False}
-    with open(str(run.loads / ("%s.stdout.log" % name)), "wb") as out, \
-            open(str(run.loads / ("%s.stderr.log" % name)), "wb") as err:
+    with (
+        open(str(run.loads / ("%s.stdout.log" % name)), "wb") as out,
+        open(str(run.loads / ("%s.stderr.log" % name)), "wb") as err,
+    ):
         try:
-            proc = subprocess.run(argv, cwd=str(run.loads), env=env, stdin=subprocess.DEVNULL,
-                                  stdout=out, stderr=err, timeout=timeout_s)
+            proc = subprocess.run(
+                argv, cwd=str(run.loads), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout_s
+            )
             outcome["returncode"] = proc.returncode
         except subprocess.TimeoutExpired:
             outcome.update(timed_out=True, returncode=None)
@@ -48,8 +62,13 @@ def run_loader(run: ExportRun, name: str, what: str, args: List[str]) -> Dict[st
     outcome["stderr_tail"] = tail(run.loads / ("%s.stderr.log" % name))
     pid = (report or {}).get("pid")
     outcome["pids"] = {"job": os.getpid(), "loader": pid, "loader_parent": (report or {}).get("ppid")}
-    run.loaders[name] = {"pid": pid, "returncode": outcome.get("returncode"), "wall_s": outcome["wall_s"],
-                         "timed_out": outcome["timed_out"], "report": outcome["report_path"]}
+    run.loaders[name] = {
+        "pid": pid,
+        "returncode": outcome.get("returncode"),
+        "wall_s": outcome["wall_s"],
+        "timed_out": outcome["timed_out"],
+        "report": outcome["report_path"],
+    }
     loader_device_check(run, name, report)
     return outcome
 
@@ -62,17 +81,34 @@ def loader_device_check(run: ExportRun, name: str, report: Optional[Dict[str, An
         return  # the loader never set a MindSpore device (Lite, or it failed before): its own check says so
     want = {"target": run.target, "device_id": run.device_id, "mode": EXPORT_MODE}
     # str() on both sides: MindSpore may report the id as text and the mode as a constant's name.
-    wrong = ["%s: asked %s, MindSpore reports %s" % (k, v, eff.get(k)) for k, v in want.items()
-             if str(eff.get(k)) != str(v)]
-    evidence = {"requested": want, "observed": eff, "pid": (report or {}).get("pid"), "set_with": device.get("set_with")}
+    wrong = [
+        "%s: asked %s, MindSpore reports %s" % (k, v, eff.get(k)) for k, v in want.items() if str(eff.get(k)) != str(v)
+    ]
+    evidence = {
+        "requested": want,
+        "observed": eff,
+        "pid": (report or {}).get("pid"),
+        "set_with": device.get("set_with"),
+    }
     title = "effective config (%s loader)" % name
     if wrong:
-        run.check("effective-config." + name, title, Evidence.FAIL, "; ".join(wrong), evidence,
-                  hint="the load did not run where asked: its outputs prove nothing")
+        run.check(
+            "effective-config." + name,
+            title,
+            Evidence.FAIL,
+            "; ".join(wrong),
+            evidence,
+            hint="the load did not run where asked: its outputs prove nothing",
+        )
     else:
-        run.check("effective-config." + name, title, Evidence.PASS,
-                  "MindSpore in loader pid %s reports %s:%s, %s mode" % (
-                      evidence["pid"], eff.get("target"), eff.get("device_id"), eff.get("mode")), evidence)
+        run.check(
+            "effective-config." + name,
+            title,
+            Evidence.PASS,
+            "MindSpore in loader pid %s reports %s:%s, %s mode"
+            % (evidence["pid"], eff.get("target"), eff.get("device_id"), eff.get("mode")),
+            evidence,
+        )
 
 
 def tail(path: Path, max_bytes: int = 8192) -> str:
@@ -92,23 +128,37 @@ def not_fresh(outcome: Dict[str, Any], what: str) -> Optional[str]:
     if outcome["report"] is None or (pids["loader"] != pids["job"] and pids["loader_parent"] == pids["job"]):
         return None
     return "%s ran in process %s (parent %s), not in a new child of this job (%s): the check proves nothing" % (
-        what, pids["loader"], pids["loader_parent"], pids["job"])
+        what,
+        pids["loader"],
+        pids["loader_parent"],
+        pids["job"],
+    )
 
 
 def loader_problem(outcome: Dict[str, Any], what: str) -> Optional[Tuple[str, str, Optional[str]]]:
     """(status, detail, hint) when the loader process itself did not run to the end, else None."""
     report = outcome["report"]
     if outcome["timed_out"]:
-        return (Evidence.BLOCKED, "%s did not return within %.0f s (limits.probe_timeout_s); killed" % (
-            what, outcome["timeout_s"]), DEVICE_CONTEXT_NOTE)
+        return (
+            Evidence.BLOCKED,
+            "%s did not return within %.0f s (limits.probe_timeout_s); killed" % (what, outcome["timeout_s"]),
+            DEVICE_CONTEXT_NOTE,
+        )
     if report is None:
-        return (Evidence.FAIL, "%s ended with return code %s and wrote no report; stderr: %s" % (
-            what, outcome.get("returncode"), outcome["stderr_tail"][-400:].strip()), None)
+        return (
+            Evidence.FAIL,
+            "%s ended with return code %s and wrote no report; stderr: %s"
+            % (what, outcome.get("returncode"), outcome["stderr_tail"][-400:].strip()),
+            None,
+        )
     if not report.get("done"):
         code = outcome.get("returncode")
         how = ("killed by signal %d" % -code) if isinstance(code, int) and code < 0 else "return code %s" % code
-        return (Evidence.FAIL, "%s stopped before finishing (%s); steps done: %d" % (
-            what, how, len(report.get("steps") or [])), None)
+        return (
+            Evidence.FAIL,
+            "%s stopped before finishing (%s); steps done: %d" % (what, how, len(report.get("steps") or [])),
+            None,
+        )
     return None
 
 

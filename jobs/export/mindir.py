@@ -9,14 +9,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from workbench.compare import class_flips, diff_tensors
-from workbench.protocol import Evidence
-
 from jobs.export.common import TOLERANCE, fmt, short
 from jobs.export.loaders import loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun
+from workbench.analysis.tensordiff import class_flips, diff_tensors
+from workbench.events.protocol import Evidence
 
 LOAD_TITLE = "MindIR loads in a fresh process"
 
@@ -51,9 +50,15 @@ def export_mindir(run: ExportRun, loaded: SourceNet) -> Optional[MindirExport]:
         else:
             example = Tensor(np.zeros(signature, dtype=np.float32))
     except Exception as exc:
-        run.check("mindir-export", title, Evidence.FAIL,
-                  "export.dynamic_batch is true but this MindSpore %s rejects a None batch dimension: %s" % (
-                      ms.__version__, short(exc)), {"signature": signature}, **base)
+        run.check(
+            "mindir-export",
+            title,
+            Evidence.FAIL,
+            "export.dynamic_batch is true but this MindSpore %s rejects a None batch dimension: %s"
+            % (ms.__version__, short(exc)),
+            {"signature": signature},
+            **base,
+        )
         return None
     dst = run.ctx.artifacts / "model.mindir"
     stem = run.ctx.artifacts / (".model.%d.tmp" % os.getpid())
@@ -63,8 +68,14 @@ def export_mindir(run: ExportRun, loaded: SourceNet) -> Optional[MindirExport]:
         written = Path(str(stem) + ".mindir")
         os.replace(str(written), str(dst))
     except Exception as exc:
-        run.check("mindir-export", title, Evidence.FAIL, "mindspore.export failed: %s" % short(exc),
-                  {"signature": signature}, **base)
+        run.check(
+            "mindir-export",
+            title,
+            Evidence.FAIL,
+            "mindspore.export failed: %s" % short(exc),
+            {"signature": signature},
+            **base,
+        )
         return None
     finally:
         leftover = Path(str(stem) + ".mindir")
@@ -74,11 +85,21 @@ def export_mindir(run: ExportRun, loaded: SourceNet) -> Optional[MindirExport]:
     run.timing_s["mindir_export_s"] = export_s
     info = mindir_info(dst)
     ev = run.artifact(dst, "mindir", signature=signature, dynamic_batch=dynamic, export_s=export_s, **info)
-    run.check("mindir-export", title, Evidence.PASS,
-              "wrote %d bytes in %.2f s; input signature %s (%s batch)%s" % (
-                  ev["bytes"], export_s, signature, "dynamic" if dynamic else "fixed",
-                  "; MindIR version %s" % info["mind_ir_version"] if info.get("mind_ir_version") is not None else ""),
-              {"signature": signature, "mindir": info, "sha256": ev["sha256"]}, **base)
+    run.check(
+        "mindir-export",
+        title,
+        Evidence.PASS,
+        "wrote %d bytes in %.2f s; input signature %s (%s batch)%s"
+        % (
+            ev["bytes"],
+            export_s,
+            signature,
+            "dynamic" if dynamic else "fixed",
+            "; MindIR version %s" % info["mind_ir_version"] if info.get("mind_ir_version") is not None else "",
+        ),
+        {"signature": signature, "mindir": info, "sha256": ev["sha256"]},
+        **base,
+    )
     return MindirExport(dst, signature, info)
 
 
@@ -111,13 +132,27 @@ def _has_field(message: Any, name: str) -> bool:
 
 def load_mindir(run: ExportRun, mindir: MindirExport, ref: ReferenceSet) -> None:
     """ms.load + nn.GraphCell in a new process; one check per configured batch size."""
-    outcome = run_loader(run, "mindir", "mindir", [
-        "--mindir", str(mindir.path), "--inputs", str(ref.inputs_path),
-        "--batch-sizes", ",".join(str(b) for b in run.batch_sizes)])
+    outcome = run_loader(
+        run,
+        "mindir",
+        "mindir",
+        [
+            "--mindir",
+            str(mindir.path),
+            "--inputs",
+            str(ref.inputs_path),
+            "--batch-sizes",
+            ",".join(str(b) for b in run.batch_sizes),
+        ],
+    )
     report = outcome["report"] or {}
     steps = report.get("steps") or []
-    evidence = {"pids": outcome["pids"], "report": outcome["report_path"], "wall_s": outcome["wall_s"],
-                "file": "artifacts/model.mindir"}
+    evidence = {
+        "pids": outcome["pids"],
+        "report": outcome["report_path"],
+        "wall_s": outcome["wall_s"],
+        "file": "artifacts/model.mindir",
+    }
     stale = not_fresh(outcome, "the MindIR loader")
     if stale is not None:
         run.check("mindir-load", LOAD_TITLE, Evidence.FAIL, stale, evidence, format="mindir", batch_size=None)
@@ -132,20 +167,39 @@ def load_mindir(run: ExportRun, mindir: MindirExport, ref: ReferenceSet) -> None
             status, detail, hint = problem or (Evidence.FAIL, "the MindIR loader recorded no load step", None)
         run.check("mindir-load", LOAD_TITLE, status, detail, evidence, hint=hint, format="mindir", batch_size=None)
         for size in run.batch_sizes:
-            run.check("mindir-b%d" % size, "MindIR runs batch %d" % size, Evidence.NOT_RUN,
-                      "the MindIR did not load", {"batch_size": size}, format="mindir", batch_size=size)
+            run.check(
+                "mindir-b%d" % size,
+                "MindIR runs batch %d" % size,
+                Evidence.NOT_RUN,
+                "the MindIR did not load",
+                {"batch_size": size},
+                format="mindir",
+                batch_size=size,
+            )
         return
-    run.check("mindir-load", LOAD_TITLE, Evidence.PASS,
-              "mindspore.load + nn.GraphCell %s in %.2f s" % (where(outcome), load.get("s") or 0.0), evidence,
-              format="mindir", batch_size=None)
+    run.check(
+        "mindir-load",
+        LOAD_TITLE,
+        Evidence.PASS,
+        "mindspore.load + nn.GraphCell %s in %.2f s" % (where(outcome), load.get("s") or 0.0),
+        evidence,
+        format="mindir",
+        batch_size=None,
+    )
     runs = {s.get("batch_size"): s for s in steps if s.get("step") == "run"}
     for size in run.batch_sizes:
         check_batch(run, mindir, ref, size, runs.get(size), problem, outcome)
 
 
-def check_batch(run: ExportRun, mindir: MindirExport, ref: ReferenceSet, size: int,
-                run_step: Optional[Dict[str, Any]], problem: Optional[Tuple[str, str, Optional[str]]],
-                outcome: Dict[str, Any]) -> None:
+def check_batch(
+    run: ExportRun,
+    mindir: MindirExport,
+    ref: ReferenceSet,
+    size: int,
+    run_step: Optional[Dict[str, Any]],
+    problem: Optional[Tuple[str, str, Optional[str]]],
+    outcome: Dict[str, Any],
+) -> None:
     """One batch size of the MindIR: observed-pass with the diff, or what MindSpore did."""
     import mindspore as ms
 
@@ -157,21 +211,42 @@ def check_batch(run: ExportRun, mindir: MindirExport, ref: ReferenceSet, size: i
         relation = "the exported signature"
     else:
         relation = "exported signature is batch %d" % signature_batch
-    evidence: Dict[str, Any] = {"batch_size": size, "signature": mindir.signature, "relation": relation,
-                                "pids": outcome["pids"], "report": outcome["report_path"]}
+    evidence: Dict[str, Any] = {
+        "batch_size": size,
+        "signature": mindir.signature,
+        "relation": relation,
+        "pids": outcome["pids"],
+        "report": outcome["report_path"],
+    }
     base = {"format": "mindir", "batch_size": size}
     if run_step is None:
         status, detail, hint = problem or (Evidence.FAIL, "the loader has no result for this size", None)
-        run.check(id_, title, status, "batch %d (%s): %s" % (size, relation, detail), evidence, hint=hint,
-                  max_abs=None, **base)
+        run.check(
+            id_,
+            title,
+            status,
+            "batch %d (%s): %s" % (size, relation, detail),
+            evidence,
+            hint=hint,
+            max_abs=None,
+            **base,
+        )
         return
     evidence.update({k: run_step.get(k) for k in ("calls", "calls_done", "first_call_s", "total_s")})
     if not run_step.get("ok"):
-        run.check(id_, title, Evidence.FAIL, "batch %d (%s): MindSpore raised %s" % (
-            size, relation, run_step.get("error")), evidence, max_abs=None,
+        run.check(
+            id_,
+            title,
+            Evidence.FAIL,
+            "batch %d (%s): MindSpore raised %s" % (size, relation, run_step.get("error")),
+            evidence,
+            max_abs=None,
             hint="a fixed-signature MindIR is only proven for its own batch; export with "
-                 "export.dynamic_batch or one MindIR per batch size" if relation.startswith("exported") else None,
-            **base)
+            "export.dynamic_batch or one MindIR per batch size"
+            if relation.startswith("exported")
+            else None,
+            **base,
+        )
         return
     cand = np.load(str(run.loads / run_step["outputs"]), allow_pickle=False)
     rows = np.load(str(run.loads / run_step["rows"]), allow_pickle=False)
@@ -179,8 +254,25 @@ def check_batch(run: ExportRun, mindir: MindirExport, ref: ReferenceSet, size: i
     evidence.update(diff=diff, class_flips=class_flips(ref.logits[rows], cand)["count"])
     status = Evidence.PASS if diff["passed"] else Evidence.FAIL
     ran = ("ran anyway on MindSpore %s" % ms.__version__) if relation.startswith("exported") else "ran"
-    run.check(id_, title, status, "batch %d (%s) %s: %d call(s), first %.2f s, outputs %s, max |diff| %s vs the "
-              "checkpoint outputs (atol %g, rtol %g)" % (
-                  size, relation, ran, run_step["calls"], run_step.get("first_call_s") or 0.0,
-                  run_step.get("shape"), fmt(diff["max_abs"], "%.3g"), TOLERANCE.atol, TOLERANCE.rtol),
-              evidence, hint=None if diff["passed"] else diff.get("reason"), max_abs=diff["max_abs"], **base)
+    run.check(
+        id_,
+        title,
+        status,
+        "batch %d (%s) %s: %d call(s), first %.2f s, outputs %s, max |diff| %s vs the "
+        "checkpoint outputs (atol %g, rtol %g)"
+        % (
+            size,
+            relation,
+            ran,
+            run_step["calls"],
+            run_step.get("first_call_s") or 0.0,
+            run_step.get("shape"),
+            fmt(diff["max_abs"], "%.3g"),
+            TOLERANCE.atol,
+            TOLERANCE.rtol,
+        ),
+        evidence,
+        hint=None if diff["passed"] else diff.get("reason"),
+        max_abs=diff["max_abs"],
+        **base,
+    )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from workbench.jobconfig import JobConfig
-from workbench.jobkit import JobContext
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
+from workbench.jobkit.config import JobConfig
+from workbench.jobkit.context import JobContext
 
 PHASES = 6  # source, reference, checkpoint reload, MindIR, MindIR load, Lite
 
@@ -31,8 +31,16 @@ class ExportRun:
         self.loaders: Dict[str, Dict[str, Any]] = {}  # per loader process: pid, return code, wall time
         self.timing_s: Dict[str, float] = {}
 
-    def check(self, id_: str, title: str, status: str, detail: str, evidence: Optional[Dict[str, Any]] = None,
-              hint: Optional[str] = None, **extra: Any) -> Dict[str, Any]:
+    def check(
+        self,
+        id_: str,
+        title: str,
+        status: str,
+        detail: str,
+        evidence: Optional[Dict[str, Any]] = None,
+        hint: Optional[str] = None,
+        **extra: Any,
+    ) -> Dict[str, Any]:
         """Emit a check and keep it for the summary."""
         ev = self.ctx.check(id_, title, status, detail, evidence=evidence or {}, hint=hint, **extra)
         self.checks.append(ev)

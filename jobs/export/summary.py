@@ -36,11 +36,13 @@ def reference_summary(ref: ReferenceSet) -> Optional[Dict[str, Any]]:
         return None
     package = ref.package
     return {
-        "dir": "artifacts/reference", "samples": len(package.get("samples") or []),
+        "dir": "artifacts/reference",
+        "samples": len(package.get("samples") or []),
         "classes_covered": len(package.get("classes_covered") or []),
         "samples_per_class": package.get("samples_per_class"),
         "confused_pairs": package.get("confused_pairs") or [],
-        "tolerance": package.get("tolerance"), "preprocessing": package.get("preprocessing"),
+        "tolerance": package.get("tolerance"),
+        "preprocessing": package.get("preprocessing"),
         "class_names": package.get("class_names"),
     }
 
@@ -51,7 +53,9 @@ def summary(run: ExportRun, loaded: SourceNet, ref: ReferenceSet, lite_reason: O
         "source": loaded.source.describe(),
         "model": loaded.model,
         "device": {"target": run.target, "id": run.device_id, "mode": EXPORT_MODE},
-        "formats": run.formats, "batch_sizes": run.batch_sizes, "dynamic_batch": run.export.dynamic_batch,
+        "formats": run.formats,
+        "batch_sizes": run.batch_sizes,
+        "dynamic_batch": run.export.dynamic_batch,
         "artifacts": run.artifacts,
         "checks": checks_by_format(run.checks),
         "reference": reference_summary(ref),

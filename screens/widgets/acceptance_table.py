@@ -18,7 +18,7 @@ def _deciding(layer: Dict[str, Any]) -> str:
     """The layer's summary without its repeated level prefix."""
     summary = str(layer.get("summary") or "")
     prefix = str(layer.get("verdict")) + ": "
-    return summary[len(prefix):] if summary.startswith(prefix) else summary
+    return summary[len(prefix) :] if summary.startswith(prefix) else summary
 
 
 def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
@@ -32,11 +32,18 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
     table.add_column("on", width=11, no_wrap=True, overflow="ellipsis")
     table.add_column("deciding evidence", ratio=1, no_wrap=True, overflow="ellipsis")
     for layer in acc.get("layers") or []:
-        table.add_row(str(layer.get("layer")), badge(str(layer.get("verdict"))),
-                      ",".join(layer.get("observed_on") or []) or "-", _deciding(layer))
+        table.add_row(
+            str(layer.get("layer")),
+            badge(str(layer.get("verdict"))),
+            ",".join(layer.get("observed_on") or []) or "-",
+            _deciding(layer),
+        )
     asked = "asked %s" % target.get("requested") if target.get("requested") else "no job has resolved a device yet"
-    title = Text.assemble(("Acceptance ", "bold"), badge(str(acc.get("overall"))),
-                          ("  target %s (%s)" % (target.get("device"), asked), "dim"))
+    title = Text.assemble(
+        ("Acceptance ", "bold"),
+        badge(str(acc.get("overall"))),
+        ("  target %s (%s)" % (target.get("device"), asked), "dim"),
+    )
     missing, seen = [], set()
     for lay in acc.get("layers") or []:
         for need in lay.get("missing") or []:
@@ -49,8 +56,11 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
     lines: List[Any] = [title, table]
     for layer, need in missing[:MISSING_SHOWN]:
         how = need.get("key") or need.get("command")
-        text = Text.assemble(("  next (%s) " % layer, "dim"), (str(how), "bold cyan"),
-                             ("  %s" % need.get("command") if need.get("key") else "", "dim"))
+        text = Text.assemble(
+            ("  next (%s) " % layer, "dim"),
+            (str(how), "bold cyan"),
+            ("  %s" % need.get("command") if need.get("key") else "", "dim"),
+        )
         text.no_wrap, text.overflow = True, "ellipsis"
         lines.append(text)
     return Group(*lines)
@@ -66,7 +76,7 @@ class AcceptanceTable(Static):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(acceptance_renderable(None), **kwargs)
         self.acceptance: Optional[Dict[str, Any]] = None
-        """The acceptance dict last shown (workbench.acceptance.evaluate's shape)."""
+        """The acceptance dict last shown (workbench.acceptance.verdict.evaluate's shape)."""
 
     def show(self, acc: Optional[Dict[str, Any]]) -> None:
         """Show this acceptance (a no-op when it is what is already shown)."""

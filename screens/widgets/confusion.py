@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from rich.text import Text
+
 from screens.widgets.panel import Panel
 from screens.widgets.textgrid import text_grid
 
@@ -24,8 +25,12 @@ def _shade(value: int, row_total: int, diagonal: bool, plain: bool) -> str:
     return "red" if share >= 0.03 else "dim red"
 
 
-def confusion_table(matrix: Sequence[Sequence[int]], names: Sequence[str] = SHORT_NAMES, plain: bool = False,
-                    weakest: Optional[int] = None) -> Text:
+def confusion_table(
+    matrix: Sequence[Sequence[int]],
+    names: Sequence[str] = SHORT_NAMES,
+    plain: bool = False,
+    weakest: Optional[int] = None,
+) -> Text:
     """The matrix as fixed columns; off-diagonal cells redder the larger their share of the row."""
     n = len(matrix)
     width = max([len(str(v)) for row in matrix for v in row] + [len(str(n - 1))])
@@ -42,8 +47,13 @@ class ConfusionGrid(Panel):
 
     DEFAULT_CSS = "ConfusionGrid { height: auto; }"
 
-    def show(self, matrix: Optional[Sequence[Sequence[int]]], plain: bool = False, weakest: Optional[int] = None,
-             layout: bool = True) -> None:
+    def show(
+        self,
+        matrix: Optional[Sequence[Sequence[int]]],
+        plain: bool = False,
+        weakest: Optional[int] = None,
+        layout: bool = True,
+    ) -> None:
         """Redraw from a matrix (None: nothing yet); layout=False when the grid's height is fixed."""
         if not matrix:
             self.update(Text("confusion matrix after the first epoch", style="dim"), layout=layout)

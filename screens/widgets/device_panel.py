@@ -11,8 +11,11 @@ from screens.widgets.spark import bar_rows, buckets
 
 # (label, event field, unit, format); memory is drawn as used MB with the total beside the latest value
 ROWS: Tuple[Tuple[str, str, str, str], ...] = (
-    ("AI Core", "ai_core_pct", "%", "%.0f"), ("memory", "mem_used_mb", "MB", "%.0f"),
-    ("temp", "temp_c", "°C", "%.0f"), ("power", "power_w", "W", "%.1f"))
+    ("AI Core", "ai_core_pct", "%", "%.0f"),
+    ("memory", "mem_used_mb", "MB", "%.0f"),
+    ("temp", "temp_c", "°C", "%.0f"),
+    ("power", "power_w", "W", "%.1f"),
+)
 SPARK_WIDTH = 40
 
 
@@ -33,8 +36,11 @@ def panel_text(samples: Sequence[Dict[str, Any]], target: Optional[str], width: 
         return text
     last = samples[-1]
     health = "  health %s" % last["health"] if last.get("health") else ""
-    text.append("  NPU %s chip %s%s  %d samples, one a second at most" % (
-        last.get("npu"), last.get("chip"), health, len(samples)), style="dim")
+    text.append(
+        "  NPU %s chip %s%s  %d samples, one a second at most"
+        % (last.get("npu"), last.get("chip"), health, len(samples)),
+        style="dim",
+    )
     for label, field, unit, fmt in ROWS:
         values = _series(samples, field)
         text.append("\n%-8s " % label)

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from rich.text import Text
 
-STYLE = {"observed-pass": "bold green", "observed-fail": "bold red", "blocked": "bold yellow",
-         "not-run": "dim", "ok": "green", "running": "cyan", "failed": "red", "crashed": "bold red",
-         "timed-out": "red", "stalled": "red", "cancelled": "yellow"}
+STYLE = {
+    "observed-pass": "bold green",
+    "observed-fail": "bold red",
+    "blocked": "bold yellow",
+    "not-run": "dim",
+    "ok": "green",
+    "running": "cyan",
+    "failed": "red",
+    "crashed": "bold red",
+    "timed-out": "red",
+    "stalled": "red",
+    "cancelled": "yellow",
+}
 SHORT = {"observed-pass": "PASS", "observed-fail": "FAIL", "blocked": "BLOCKED", "not-run": "NOT RUN"}
 
 

@@ -49,8 +49,9 @@ class Panel(Widget):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        strips = self._lines(width, self.size.height if self.styles.height is not None
-                             and not self.styles.height.is_auto else None)
+        strips = self._lines(
+            width, self.size.height if self.styles.height is not None and not self.styles.height.is_auto else None
+        )
         if 0 <= y < len(strips):
             return strips[y]
         return Strip([Segment(" " * width, self.rich_style)], width)

@@ -16,7 +16,7 @@ def buckets(values: Sequence[float], width: int, summary: Callable[[Sequence[flo
     n = len(values)
     if n <= width:
         return list(values)
-    return [summary(values[i * n // width:(i + 1) * n // width]) for i in range(width)]
+    return [summary(values[i * n // width : (i + 1) * n // width]) for i in range(width)]
 
 
 def bar_rows(values: Sequence[float], height: int) -> List[str]:
@@ -35,8 +35,9 @@ class Spark(Widget):
 
     DEFAULT_CSS = "Spark { height: 2; color: $accent; }"
 
-    def __init__(self, data: Optional[Sequence[float]] = None, summary: Callable[[Sequence[float]], float] = max,
-                 **kwargs) -> None:
+    def __init__(
+        self, data: Optional[Sequence[float]] = None, summary: Callable[[Sequence[float]], float] = max, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self._data: List[float] = list(data or [])
         self.summary = summary

@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.widgets import Static
 
-from workbench.imported import imported_label, imported_summary
+from workbench.session.imported import imported_label, imported_summary
 
 
 class StatusBar(Static):
@@ -25,9 +25,16 @@ class StatusBar(Static):
         running = len(app.tracker.running()) if app.tracker else 0
         mode = getattr(app.screen, "title_text", "")
         text = "ms-workbench │ %s │ session %s%s%s │ device %s:%s (%s) │ %s running%s" % (
-            mode, app.sid or "(new)", self._imported(app), self._reading(app), dev["resolved"], dev["id"],
-            "auto" if dev["requested"] == "auto" else "set", running,
-            " │ low-bandwidth" if app.low_bandwidth else "")
+            mode,
+            app.sid or "(new)",
+            self._imported(app),
+            self._reading(app),
+            dev["resolved"],
+            dev["id"],
+            "auto" if dev["requested"] == "auto" else "set",
+            running,
+            " │ low-bandwidth" if app.low_bandwidth else "",
+        )
         if text != getattr(self, "_text", None):
             self._text = text
             self.update(text, layout=False)  # one fixed line: no reflow of the screen

@@ -18,15 +18,22 @@ def _fit(cell: Cell, width: int, right: bool) -> Text:
     return Text(pad).append_text(text) if right else text.append(pad)
 
 
-def text_grid(header: Optional[Sequence[str]], rows: Sequence[Sequence[Cell]], widths: Sequence[int],
-              right: Sequence[bool], row_styles: Optional[Sequence[str]] = None, gap: int = 1,
-              header_style: str = "bold") -> Text:
+def text_grid(
+    header: Optional[Sequence[str]],
+    rows: Sequence[Sequence[Cell]],
+    widths: Sequence[int],
+    right: Sequence[bool],
+    row_styles: Optional[Sequence[str]] = None,
+    gap: int = 1,
+    header_style: str = "bold",
+) -> Text:
     """Columns of the given widths (cells cut with an ellipsis), one line per row, no measuring pass."""
     lines: List[Text] = []
     spacer = " " * gap
     if header is not None:
-        lines.append(Text(spacer.join(_fit(h, w, r).plain for h, w, r in zip(header, widths, right)),
-                          style=header_style))
+        lines.append(
+            Text(spacer.join(_fit(h, w, r).plain for h, w, r in zip(header, widths, right)), style=header_style)
+        )
     for i, row in enumerate(rows):
         line = Text(style=(row_styles[i] if row_styles else "") or "")
         for j, (cell, width, r) in enumerate(zip(row, widths, right)):

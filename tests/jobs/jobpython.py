@@ -39,7 +39,7 @@ print(json.dumps({"version": ms.__version__, "dist_version": dist("mindspore", "
 """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def job_mindspore() -> Dict[str, Any]:
     """{version, dist_version, set_device, get_current_device, profile_api} of the job interpreter's MindSpore."""
     out = subprocess.run([JOB_PYTHON, "-c", PROBE], capture_output=True, text=True, timeout=300, check=True)
@@ -53,5 +53,8 @@ def expected_set_with() -> str:
 
 def expected_read_back() -> str:
     """Where msdevice.effective_device reads the device back from under the job interpreter."""
-    return ("mindspore.get_current_device()" if job_mindspore()["get_current_device"]
-            else "mindspore.get_context('device_target'/'device_id')")
+    return (
+        "mindspore.get_current_device()"
+        if job_mindspore()["get_current_device"]
+        else "mindspore.get_context('device_target'/'device_id')"
+    )

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import PROJECT_ROOT, assert_events_valid, cli_env, run_cli
-from workbench.atomic import read_json
-from workbench.protocol import read_all
+from workbench.events.protocol import read_all
+from workbench.system.atomic import read_json
 
 TINY = ["--set", "model.hidden=16", "--set", "align.batch=8", "--set", "device.target=CPU"]
 
@@ -31,8 +31,15 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("sessions")
     same = _run(root, "--set", "align.steps=1")
     init = same[1] / "artifacts" / "init.ckpt"  # the later runs load the very same initial weights
-    fp16 = _run(root, "--set", "align.candidate.mode=pynative", "--set", "align.candidate.precision=fp16",
-                "--set", "align.weights_from=%s" % init)
+    fp16 = _run(
+        root,
+        "--set",
+        "align.candidate.mode=pynative",
+        "--set",
+        "align.candidate.precision=fp16",
+        "--set",
+        "align.weights_from=%s" % init,
+    )
     ascend = _run(root, "--set", "align.candidate.target=Ascend", "--set", "align.weights_from=%s" % init)
     return {"same": same, "fp16": fp16, "ascend": ascend}
 
@@ -59,9 +66,25 @@ def test_pynative_vs_graph_fp32_all_tensors_pass_with_measured_zero(runs):
     assert _finished(events)["status"] == "ok"
     diffs = _diffs(events)
     names = [d["name"] for d in diffs]
-    assert names == ["input", "labels", "layer.0.Flatten", "layer.1.Dense", "layer.2.ReLU", "layer.3.Dense",
-                     "logits", "loss", "grad.1.weight", "grad.1.bias", "grad.3.weight", "grad.3.bias",
-                     "steps.loss", "after1.1.weight", "after1.1.bias", "after1.3.weight", "after1.3.bias"]
+    assert names == [
+        "input",
+        "labels",
+        "layer.0.Flatten",
+        "layer.1.Dense",
+        "layer.2.ReLU",
+        "layer.3.Dense",
+        "logits",
+        "loss",
+        "grad.1.weight",
+        "grad.1.bias",
+        "grad.3.weight",
+        "grad.3.bias",
+        "steps.loss",
+        "after1.1.weight",
+        "after1.1.bias",
+        "after1.3.weight",
+        "after1.3.bias",
+    ]
     for d in diffs:
         assert d["passed"] is True, d
         assert isinstance(d["max_abs"], float)
@@ -82,8 +105,15 @@ def test_matched_settings_come_before_any_diff(runs):
     events = runs["same"][2]
     first_diff = min(i for i, e in enumerate(events) if e["type"] == "tensor_diff")
     match_ids = [e["id"] for e in events[:first_diff] if e["type"] == "check" and e["id"].startswith("match.")]
-    assert {"match.preprocessing", "match.class-order", "match.loss-reduction", "match.state", "match.seed",
-            "match.inputs", "match.init"} <= set(match_ids)
+    assert {
+        "match.preprocessing",
+        "match.class-order",
+        "match.loss-reduction",
+        "match.state",
+        "match.seed",
+        "match.inputs",
+        "match.init",
+    } <= set(match_ids)
 
 
 def test_each_side_ran_in_its_own_process_with_read_back_settings(runs):
@@ -116,8 +146,10 @@ def test_fp32_vs_fp16_differences_and_verdicts_follow_the_stated_tolerances(runs
     assert diffs["logits"]["dtype"] == {"ref": "float32", "cand": "float16"}
     assert (diffs["logits"]["rtol"], diffs["logits"]["atol"]) == (1e-3, 1e-5)  # fp16's defaults win
     assert diffs["layer.1.Dense"]["max_abs"] > 0.0 and diffs["logits"]["max_abs"] > 0.0
-    with np.load(str(job_dir / "artifacts" / "side-ref.npz")) as r, \
-            np.load(str(job_dir / "artifacts" / "side-cand.npz")) as c:
+    with (
+        np.load(str(job_dir / "artifacts" / "side-ref.npz")) as r,
+        np.load(str(job_dir / "artifacts" / "side-cand.npz")) as c,
+    ):
         for name, d in diffs.items():
             ref, cand = r[name].astype(np.float64), c[name].astype(np.float64)
             outside = np.abs(cand - ref) > d["atol"] + d["rtol"] * np.abs(ref)
@@ -161,6 +193,7 @@ def test_cpu_vs_ascend_blocks_the_candidate_and_compares_nothing(runs):
 
 def test_the_job_process_does_not_import_mindspore():
     code = "import sys, jobs.align; sys.exit(1 if 'mindspore' in sys.modules else 0)"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=str(PROJECT_ROOT), env=cli_env(), capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr or "jobs.align imported mindspore"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=str(PROJECT_ROOT), env=cli_env(), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr or "jobs.align.job imported mindspore"

@@ -1,4 +1,4 @@
-"""The train job's batched `steps` lines (jobs.train_timing.EventPipe) and every reader of step events.
+"""The train job's batched `steps` lines (jobs.train.timing.EventPipe) and every reader of step events.
 
 The same steps written one line each and batched must read the same through the fold, the text log
 (`watch`), the record's step table and metrics/steps.csv.
@@ -9,19 +9,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List
 
-from jobs.train_timing import EventPipe
+from jobs.train.timing import EventPipe
 from tests.conftest import assert_events_valid
-from workbench.atomic import write_json
-from workbench.config import defaults
-from workbench.jobkit import JobContext
-from workbench.protocol import encode, read_all
-from workbench.record import JobRecord, expand_steps
-from workbench.report.metrics_csv import steps_csv
-from workbench.textlog import format_event
+from workbench.config.layers import defaults
+from workbench.events.protocol import encode, read_all
+from workbench.events.steps import expand_steps
+from workbench.events.text import format_event
+from workbench.fold.record import JobRecord
+from workbench.jobkit.context import JobContext
+from workbench.record.metrics_csv import steps_csv
+from workbench.system.atomic import write_json
 
-STEPS = [(1, 1, 1, 2.5, 40.0, 64, "compile"), (1, 2, 2, 2.25, 3.0, 64, "warmup"), (1, 3, 3, 2.0, 2.5, 64, "steady"),
-         (1, 4, 4, float("nan"), 2.75, 16, "recompile"), (2, 1, 5, 1.5, 2.5, 64, "steady"),
-         (2, 2, 6, 1.25, 2.5, 64, "steady")]
+STEPS = [
+    (1, 1, 1, 2.5, 40.0, 64, "compile"),
+    (1, 2, 2, 2.25, 3.0, 64, "warmup"),
+    (1, 3, 3, 2.0, 2.5, 64, "steady"),
+    (1, 4, 4, float("nan"), 2.75, 16, "recompile"),
+    (2, 1, 5, 1.5, 2.5, 64, "steady"),
+    (2, 2, 6, 1.25, 2.5, 64, "steady"),
+]
 
 
 def make_ctx(root: Path) -> JobContext:
@@ -29,9 +35,18 @@ def make_ctx(root: Path) -> JobContext:
     job_dir = root / "sessions" / "20260101-000000-abcd" / "jobs" / "train-001"
     job_dir.mkdir(parents=True)
     write_json(job_dir / "config.json", defaults())
-    write_json(job_dir / "job.json", {"jid": "train-001", "kind": "train", "session": "20260101-000000-abcd",
-                                      "created": 0, "device": {"requested": "CPU", "resolved": "CPU"},
-                                      "argv": [], "command": []})
+    write_json(
+        job_dir / "job.json",
+        {
+            "jid": "train-001",
+            "kind": "train",
+            "session": "20260101-000000-abcd",
+            "created": 0,
+            "device": {"requested": "CPU", "resolved": "CPU"},
+            "argv": [],
+            "command": [],
+        },
+    )
     return JobContext(job_dir)
 
 
@@ -56,8 +71,18 @@ def single_events() -> List[Dict[str, Any]]:
     for i, (epoch, step, global_step, loss, ms, size, phase) in enumerate(STEPS):
         if i == 2:
             out.append({"type": "progress", "done": 2, "total": 6, "unit": "step"})
-        out.append({"type": "step", "epoch": epoch, "step": step, "global_step": global_step, "loss": loss,
-                    "step_ms": ms, "batch_size": size, "phase": phase})
+        out.append(
+            {
+                "type": "step",
+                "epoch": epoch,
+                "step": step,
+                "global_step": global_step,
+                "loss": loss,
+                "step_ms": ms,
+                "batch_size": size,
+                "phase": phase,
+            }
+        )
     return [dict(ev, v=1, seq=n, t=1.7e9 + n) for n, ev in enumerate(out)]
 
 
@@ -107,9 +132,26 @@ def test_a_batched_step_costs_a_fraction_of_a_step_line(tmp_path):
     pipe.close()
     ctx.events.close()
     batched = (ctx.dir / "events.jsonl").stat().st_size
-    single = sum(len(encode({"v": 1, "seq": i, "t": 1764600000.123456, "type": "step", "epoch": 1, "step": i + 1,
-                             "global_step": i + 1, "loss": loss, "step_ms": 2.0 + i / 3.0, "batch_size": 64,
-                             "phase": "steady"})) for i, loss in enumerate(losses))
+    single = sum(
+        len(
+            encode(
+                {
+                    "v": 1,
+                    "seq": i,
+                    "t": 1764600000.123456,
+                    "type": "step",
+                    "epoch": 1,
+                    "step": i + 1,
+                    "global_step": i + 1,
+                    "loss": loss,
+                    "step_ms": 2.0 + i / 3.0,
+                    "batch_size": 64,
+                    "phase": "steady",
+                }
+            )
+        )
+        for i, loss in enumerate(losses)
+    )
     assert batched < single / 3, (batched, single)
     steps = [s for ev in read_all(str(ctx.dir / "events.jsonl")) for s in expand_steps(ev)]
     assert [s["loss"] for s in steps] == losses and [s["global_step"] for s in steps] == list(range(1, 51))

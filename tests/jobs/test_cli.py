@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workbench.atomic import read_json
-from workbench.protocol import read_all
+from workbench.events.protocol import read_all
+from workbench.system.atomic import read_json
 
 FAST = ["--set", "drill.steps=4", "--set", "drill.rate=200"]
 
@@ -32,8 +32,10 @@ def test_run_ok_exits_0_and_json_stdout_is_the_events_file(run_cli, sessions):
     job_dir = only_job(sessions)
     events_text = (job_dir / "events.jsonl").read_text(encoding="utf-8")
     assert proc.stdout == events_text
-    assert [json.loads(line)["type"] for line in proc.stdout.splitlines()] == \
-        ["started"] + ["step"] * 4 + ["result", "finished"]
+    assert [json.loads(line)["type"] for line in proc.stdout.splitlines()] == ["started"] + ["step"] * 4 + [
+        "result",
+        "finished",
+    ]
 
 
 def test_run_plain_output(run_cli, sessions):
@@ -43,24 +45,39 @@ def test_run_plain_output(run_cli, sessions):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("started drill pid ")
     assert [l for l in lines if l.startswith("epoch 1 step")] == [
-        "epoch 1 step 2 loss 0.5 (5.00 ms)", "epoch 1 step 4 loss 0.25 (5.00 ms)"]
+        "epoch 1 step 2 loss 0.5 (5.00 ms)",
+        "epoch 1 step 4 loss 0.25 (5.00 ms)",
+    ]
     assert lines[-1] == "drill-001: ok (%s)" % job_dir
     assert "job drill-001 in session %s" % job_dir.parent.parent.name in proc.stderr
 
 
 def test_run_crash_exits_1(run_cli, sessions):
-    proc = run_cli("run", "drill", "--json", "--sessions", sessions, *FAST,
-                   "--set", "drill.crash_signal=SIGKILL", "--set", "drill.crash_after=1")
+    proc = run_cli(
+        "run",
+        "drill",
+        "--json",
+        "--sessions",
+        sessions,
+        *FAST,
+        "--set",
+        "drill.crash_signal=SIGKILL",
+        "--set",
+        "drill.crash_after=1",
+    )
     assert proc.returncode == 1
     assert proc.stdout == (only_job(sessions) / "events.jsonl").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("item, needles", [
-    ("drill.stepz=3", ["--set drill.stepz=3", "unknown key 'drill.stepz'", "value 3"]),
-    ("drill.steps=-1", ["--set drill.steps=-1", "'drill.steps'", "value -1", ">= 0"]),
-    ("drill.rate=fast", ["--set drill.rate=fast", "'drill.rate'", "value 'fast'", "float"]),
-    ("device.target=TPU", ["--set device.target=TPU", "'device.target'", "'TPU'", "one of auto, CPU"]),
-])
+@pytest.mark.parametrize(
+    "item, needles",
+    [
+        ("drill.stepz=3", ["--set drill.stepz=3", "unknown key 'drill.stepz'", "value 3"]),
+        ("drill.steps=-1", ["--set drill.steps=-1", "'drill.steps'", "value -1", ">= 0"]),
+        ("drill.rate=fast", ["--set drill.rate=fast", "'drill.rate'", "value 'fast'", "float"]),
+        ("device.target=TPU", ["--set device.target=TPU", "'device.target'", "'TPU'", "one of auto, CPU"]),
+    ],
+)
 def test_config_error_exits_2_and_starts_nothing(run_cli, sessions, item, needles):
     proc = run_cli("run", "drill", "--sessions", sessions, "--set", item)
     assert proc.returncode == 2
@@ -91,8 +108,9 @@ def test_user_file_is_read_and_layered(run_cli, sessions, tmp_path):
     user_file.write_text(yaml.safe_dump({"drill": {"steps": 9, "rate": 150, "crash_after": 7}}), encoding="utf-8")
     project = tmp_path / "project.yaml"
     project.write_text(yaml.safe_dump({"drill": {"steps": 6, "rate": 300}}), encoding="utf-8")
-    proc = run_cli("run", "drill", "--sessions", sessions, "--config", project, "--set", "drill.steps=3",
-                   env={"HOME": str(home)})
+    proc = run_cli(
+        "run", "drill", "--sessions", sessions, "--config", project, "--set", "drill.steps=3", env={"HOME": str(home)}
+    )
     assert proc.returncode == 0, proc.stderr
     job_dir = only_job(sessions)
     drill = read_json(job_dir / "config.json")["drill"]
@@ -119,8 +137,7 @@ def test_sessions_json_lists_jobs_with_status(run_cli, sessions):
     sid = Path(first.stdout.strip()).parent.parent.name
     ok = run_cli("run", "drill", "--sessions", sessions, "--session", sid, *FAST)
     assert ok.returncode == 0
-    bad = run_cli("run", "drill", "--sessions", sessions, "--session", sid, *FAST,
-                  "--set", "drill.no_finished=true")
+    bad = run_cli("run", "drill", "--sessions", sessions, "--session", sid, *FAST, "--set", "drill.no_finished=true")
     assert bad.returncode == 1
     other = run_cli("run", "drill", "--sessions", sessions, *FAST, "--set", "drill.crash_signal=SIGSEGV")
     assert other.returncode == 1
@@ -133,7 +150,10 @@ def test_sessions_json_lists_jobs_with_status(run_cli, sessions):
     assert [r["id"] for r in rows] == sorted(r["id"] for r in rows) and len(rows) == 2
     by_id = {r["id"]: r for r in rows}
     assert [(j["jid"], j["status"]) for j in by_id[sid]["jobs"]] == [
-        ("drill-001", "ok"), ("drill-002", "ok"), ("drill-003", "failed")]
+        ("drill-001", "ok"),
+        ("drill-002", "ok"),
+        ("drill-003", "failed"),
+    ]
     assert by_id[sid]["jobs"][2]["reason"].startswith("exited 0 without a finished event")
     other_row = [r for r in rows if r["id"] != sid][0]
     assert [(j["jid"], j["status"]) for j in other_row["jobs"]] == [("drill-001", "crashed")]

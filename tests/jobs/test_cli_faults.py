@@ -17,20 +17,26 @@ import pytest
 from tests.conftest import PROJECT_ROOT, cli_argv, cli_env
 from tests.jobs.test_supervisor import sets
 from tests.unit.test_report_prune import _session
-from workbench.atomic import read_json
-from workbench.prune import prune
-from workbench.session import SessionStore, job_status
+from workbench.session.prune import prune
+from workbench.session.store import SessionStore, job_status
+from workbench.system.atomic import read_json
 
-SYNTH = ["data.source=synthetic", "data.synthetic_train=2000", "data.synthetic_test=300",
-         "train.val_limit=200", "train.warmup_steps=2"]
+SYNTH = [
+    "data.source=synthetic",
+    "data.synthetic_train=2000",
+    "data.synthetic_test=300",
+    "train.val_limit=200",
+    "train.warmup_steps=2",
+]
 
 
 def start_cli(tmp_path: Path, *args) -> tuple:
     """Start the CLI with stdout/stderr to files; return (process, stdout path, stderr path)."""
     out, err = tmp_path / "cli.out", tmp_path / "cli.err"
     with open(out, "wb") as fo, open(err, "wb") as fe:
-        proc = subprocess.Popen(cli_argv(*args), cwd=str(PROJECT_ROOT), env=cli_env(), stdin=subprocess.DEVNULL,
-                                stdout=fo, stderr=fe)
+        proc = subprocess.Popen(
+            cli_argv(*args), cwd=str(PROJECT_ROOT), env=cli_env(), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe
+        )
     return proc, out, err
 
 
@@ -41,9 +47,14 @@ def the_job(sessions: Path) -> Path:
 
 
 def test_second_ctrl_c_is_one_clean_line_and_the_job_still_stops(sessions, tmp_path, wait_for):
-    proc, out, err = start_cli(tmp_path, "run", "drill", "--sessions", sessions,
-                               *sets("drill.steps=1", "drill.hang=true", "drill.ignore_term=true",
-                                     "limits.grace_s=3"))
+    proc, out, err = start_cli(
+        tmp_path,
+        "run",
+        "drill",
+        "--sessions",
+        sessions,
+        *sets("drill.steps=1", "drill.hang=true", "drill.ignore_term=true", "limits.grace_s=3"),
+    )
     try:
         job_dir = wait_for(lambda: the_job(sessions), 15, what="the job to start")
         wait_for(lambda: (job_dir / "child.pid").exists(), 15, what="the drill to hang")
@@ -63,10 +74,10 @@ def test_second_ctrl_c_is_one_clean_line_and_the_job_still_stops(sessions, tmp_p
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
-def test_ctrl_c_on_train_prints_status_folder_and_a_resume_command_that_works(sessions, tmp_path, wait_for,
-                                                                              run_cli):
-    proc, out, err = start_cli(tmp_path, "run", "train", "--sessions", sessions,
-                               *sets(*SYNTH, "train.epochs=2", "train.mode=pynative"))
+def test_ctrl_c_on_train_prints_status_folder_and_a_resume_command_that_works(sessions, tmp_path, wait_for, run_cli):
+    proc, out, err = start_cli(
+        tmp_path, "run", "train", "--sessions", sessions, *sets(*SYNTH, "train.epochs=2", "train.mode=pynative")
+    )
     try:
         job_dir = wait_for(lambda: the_job(sessions), 30, what="the job to start")
         events = job_dir / "events.jsonl"
@@ -134,11 +145,17 @@ def test_a_closed_stdout_ends_the_follower_quietly_and_the_job_goes_on(tmp_path)
     import subprocess as sp
 
     from tests.conftest import cli_argv, cli_env
-    from workbench.runner import JobRunner
+    from workbench.run.runner import JobRunner
 
     sessions = tmp_path / "sessions"
-    follower = sp.Popen(cli_argv("run", "drill", "--sessions", sessions, "--json", "--set", "drill.steps=400",
-                                 "--set", "drill.rate=100"), stdout=sp.PIPE, stderr=sp.PIPE, env=cli_env())
+    follower = sp.Popen(
+        cli_argv(
+            "run", "drill", "--sessions", sessions, "--json", "--set", "drill.steps=400", "--set", "drill.rate=100"
+        ),
+        stdout=sp.PIPE,
+        stderr=sp.PIPE,
+        env=cli_env(),
+    )
     first = follower.stdout.readline()
     assert b'"type":"started"' in first
     follower.stdout.close()  # what `head -1` does after its line

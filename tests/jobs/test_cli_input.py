@@ -12,8 +12,13 @@ FAST = ["--set", "drill.steps=2", "--set", "drill.rate=400"]
 
 
 # Nine levels of nine aliases under one key: 9**9 strings once expanded (the old reader grew past 3 GB).
-ALIAS_BOMB = "\n".join(['drill:', '  crash_signal: &a0 "lol"'] + [
-    '  x%d: &a%d [%s]' % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)) for i in range(1, 10)]) + "\n"
+ALIAS_BOMB = (
+    "\n".join(
+        ["drill:", '  crash_signal: &a0 "lol"']
+        + ["  x%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)) for i in range(1, 10)]
+    )
+    + "\n"
+)
 
 
 def session_dirs(root: Path):
@@ -21,13 +26,16 @@ def session_dirs(root: Path):
     return sorted(Path(root).iterdir()) if Path(root).exists() else []
 
 
-@pytest.mark.parametrize("item, needles", [
-    ("export.formats=[onnx]", ["'export.formats'", "['onnx']", "one of ckpt, mindir", "item 0 is 'onnx'"]),
-    ("export.batch_sizes=[64, 0]", ["'export.batch_sizes'", "each >= 1", "item 1 is 0: too small"]),
-    ("train.lr=.nan", ["'train.lr'", "value nan", "not a finite number"]),
-    ("train.lr=1e400", ["--set train.lr=1e400", "'train.lr'", "not a finite number"]),
-    ("limits.stall_s=.inf", ["'limits.stall_s'", "value inf", "not a finite number"]),
-])
+@pytest.mark.parametrize(
+    "item, needles",
+    [
+        ("export.formats=[onnx]", ["'export.formats'", "['onnx']", "one of ckpt, mindir", "item 0 is 'onnx'"]),
+        ("export.batch_sizes=[64, 0]", ["'export.batch_sizes'", "each >= 1", "item 1 is 0: too small"]),
+        ("train.lr=.nan", ["'train.lr'", "value nan", "not a finite number"]),
+        ("train.lr=1e400", ["--set train.lr=1e400", "'train.lr'", "not a finite number"]),
+        ("limits.stall_s=.inf", ["'limits.stall_s'", "value inf", "not a finite number"]),
+    ],
+)
 def test_schema_errors_exit_2_before_any_session_exists(run_cli, sessions, item, needles):
     proc = run_cli("run", "export", "--sessions", sessions, "--set", item)
     assert proc.returncode == 2, proc.stderr

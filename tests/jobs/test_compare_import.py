@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_events_valid, run_cli
-from workbench.protocol import Evidence, read_all
-from workbench.recordimport import verify_record
+from workbench.events.protocol import Evidence, read_all
+from workbench.record.importing import verify_record
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
@@ -65,8 +65,17 @@ def trained(tmp_path_factory):
 
 def test_compare_json_lists_exactly_the_learning_rate_and_gives_a_verdict(trained, tmp_path):
     root, sid = trained
-    proc = run_cli("compare", "%s/train-001" % sid, "%s/train-002" % sid, "--json", "--sessions", root,
-                   "--out", tmp_path / "out", timeout=60)
+    proc = run_cli(
+        "compare",
+        "%s/train-001" % sid,
+        "%s/train-002" % sid,
+        "--json",
+        "--sessions",
+        root,
+        "--out",
+        tmp_path / "out",
+        timeout=60,
+    )
     result = json.loads(proc.stdout)
     assert [d["key"] for d in result["config_diff"]] == ["train.lr"]
     assert [r["epoch"] for r in result["epochs"]] == [1, 2]
@@ -79,9 +88,21 @@ def test_compare_json_lists_exactly_the_learning_rate_and_gives_a_verdict(traine
     assert result["test"]["a"]["evaluations"] == 1 and result["test"]["b"]["evaluations"] == 1
     assert (tmp_path / "out" / "loss.svg").read_text().count("<polyline") == 2
 
-    tight = run_cli("compare", "%s/train-001" % sid, "%s/train-002" % sid, "--json", "--sessions", root,
-                    "--set", "compare.max_final_loss_rel_delta=0", "--set", "compare.max_macro_f1_delta=1",
-                    "--set", "compare.max_class_f1_delta=1", timeout=60)
+    tight = run_cli(
+        "compare",
+        "%s/train-001" % sid,
+        "%s/train-002" % sid,
+        "--json",
+        "--sessions",
+        root,
+        "--set",
+        "compare.max_final_loss_rel_delta=0",
+        "--set",
+        "compare.max_macro_f1_delta=1",
+        "--set",
+        "compare.max_class_f1_delta=1",
+        timeout=60,
+    )
     verdict = json.loads(tight.stdout)["verdict"]
     assert tight.returncode == 1 and verdict["status"] == Evidence.FAIL
     assert verdict["decided_by"] == ["final train loss |B - A| / |A|"]
@@ -113,14 +134,23 @@ def test_export_import_compare_and_reuse_elsewhere(trained, tmp_path):
 
     local = run_job(other, "train", "", *TINY)
     assert finished(local)["status"] == "ok"
-    cmp_proc = run_cli("compare", "%s/train-001" % sid, "%s/%s" % (local.parent.parent.name, local.name),
-                       "--json", "--sessions", other, timeout=60)
+    cmp_proc = run_cli(
+        "compare",
+        "%s/train-001" % sid,
+        "%s/%s" % (local.parent.parent.name, local.name),
+        "--json",
+        "--sessions",
+        other,
+        timeout=60,
+    )
     result = json.loads(cmp_proc.stdout)
     assert result["a"]["imported"] and not result["b"]["imported"]
     assert result["config_diff"] == [] or all(not d["training"] for d in result["config_diff"])
     assert result["test"]["a"]["evaluations"] == 1  # the imported run's test came with it
-    assert result["verdict"]["status"] == Evidence.NOT_RUN and "B (train-001) has no test evaluation" in \
-        result["verdict"]["summary"]
+    assert (
+        result["verdict"]["status"] == Evidence.NOT_RUN
+        and "B (train-001) has no test evaluation" in result["verdict"]["summary"]
+    )
 
     # The imported checkpoint is re-verified before a test job uses it, and refused once changed.
     lsid = local.parent.parent.name

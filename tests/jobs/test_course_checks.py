@@ -14,10 +14,10 @@ from typing import Any, Dict, List
 
 import pytest
 
-from jobs import legs
-from jobs.precision_run import judge as judge_precision
+from jobs.common import legs
+from jobs.precision import judge as judge_precision
 from tests.conftest import assert_events_valid, run_cli
-from workbench.protocol import Evidence, read_all
+from workbench.events.protocol import Evidence, read_all
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
@@ -103,8 +103,9 @@ def test_resume_from_a_state_without_its_optimizer_fails_naming_the_step(session
 def precision_job(tmp_path_factory):
     """One amp-O2 precision job against its fp32 twin (1 epoch of 1000 images)."""
     root = tmp_path_factory.mktemp("precision") / "sessions"
-    job = run_job(root, "precision", "train.epochs=1", "precision_run.candidate=amp-O2",
-                  "precision_run.max_macro_f1_delta=0.05")
+    job = run_job(
+        root, "precision", "train.epochs=1", "precision_run.candidate=amp-O2", "precision_run.max_macro_f1_delta=0.05"
+    )
     assert_events_valid(job)
     return job
 
@@ -124,8 +125,10 @@ def test_precision_run_judges_the_candidate_against_fp32(precision_job):
 
 def test_precision_run_fails_past_its_tolerance(precision_job):
     """The same two real legs judged with a tolerance below their measured difference."""
-    read = [legs.Leg(name, precision_job / "legs" / name, 0, read_all(str(precision_job / "legs" / name / "events.jsonl")))
-            for name in ("fp32", "amp-O2")]
+    read = [
+        legs.Leg(name, precision_job / "legs" / name, 0, read_all(str(precision_job / "legs" / name / "events.jsonl")))
+        for name in ("fp32", "amp-O2")
+    ]
     delta = only_check(precision_job, "precision-run")["evidence"]["macro_f1_delta"]
     assert delta != 0.0, "the legs agree exactly: no tolerance below their difference exists"
     status, detail, evidence = judge_precision(read[0], read[1], "amp-O2", abs(delta) / 2)

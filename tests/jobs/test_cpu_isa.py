@@ -1,4 +1,4 @@
-"""train.cpu_isa_cap: the rule (jobs/cpu_isa.py) and, in a real 2-step CNN run, the convolution kernel oneDNN ran."""
+"""train.cpu_isa_cap: the rule (jobs/train/cpu_isa.py) and, in a real 2-step CNN run, the convolution kernel oneDNN ran."""
 
 from __future__ import annotations
 
@@ -8,12 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from jobs import cpu_isa
+from jobs.train import cpu_isa
 from tests.conftest import assert_events_valid, run_cli
-from workbench.protocol import read_all
+from workbench.events.protocol import read_all
 
-SYNTH = ["data.source=synthetic", "data.synthetic_train=300", "data.synthetic_test=100", "train.val_limit=100",
-         "train.warmup_steps=0", "train.epochs=1", "train.max_steps=2", "model.name=cnn", "device.target=CPU"]
+SYNTH = [
+    "data.source=synthetic",
+    "data.synthetic_train=300",
+    "data.synthetic_test=100",
+    "train.val_limit=100",
+    "train.warmup_steps=0",
+    "train.epochs=1",
+    "train.max_steps=2",
+    "model.name=cnn",
+    "device.target=CPU",
+]
 
 
 def test_auto_caps_the_cnn_on_cpu_only_and_never_overrides_the_user():
@@ -32,13 +41,22 @@ def test_auto_caps_the_cnn_on_cpu_only_and_never_overrides_the_user():
 def conv_kernels(job_dir: Path):
     """The implementation names of the convolutions oneDNN executed, from its verbose lines in stdout.log."""
     text = (job_dir / "stdout.log").read_text(errors="replace") + (job_dir / "stderr.log").read_text(errors="replace")
-    return [m.group(1) for m in re.finditer(r"onednn_verbose,(?:v\d+,)?(?:primitive,)?exec,cpu,convolution,([^,]+),", text)]
+    return [
+        m.group(1) for m in re.finditer(r"onednn_verbose,(?:v\d+,)?(?:primitive,)?exec,cpu,convolution,([^,]+),", text)
+    ]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 def test_the_capped_cnn_runs_its_convolutions_with_gemm(tmp_path):
-    proc = run_cli("run", "train", "--sessions", tmp_path / "sessions", *[a for s in SYNTH for a in ("--set", s)],
-                   env={"ONEDNN_VERBOSE": "1"}, timeout=300)
+    proc = run_cli(
+        "run",
+        "train",
+        "--sessions",
+        tmp_path / "sessions",
+        *[a for s in SYNTH for a in ("--set", s)],
+        env={"ONEDNN_VERBOSE": "1"},
+        timeout=300,
+    )
     found = re.search(r"job \S+ in session \S+: (\S+)", proc.stderr)
     assert found and proc.returncode == 0, proc.stderr[-3000:]
     job_dir = Path(found.group(1))
@@ -47,4 +65,6 @@ def test_the_capped_cnn_runs_its_convolutions_with_gemm(tmp_path):
     assert started["cpu_isa_cap"]["setting"] == "auto" and started["cpu_isa_cap"]["applied"] == "AVX2"
     kernels = conv_kernels(job_dir)
     assert kernels, "no oneDNN convolution in the verbose output"
-    assert all("gemm" in k for k in kernels) and not any("ncsp" in k or "ref" in k for k in kernels), sorted(set(kernels))
+    assert all("gemm" in k for k in kernels) and not any("ncsp" in k or "ref" in k for k in kernels), sorted(
+        set(kernels)
+    )

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.data import load_fashion_mnist, load_split, stratified_split
+from workbench.data.loader import load_fashion_mnist
 from workbench.data.locate import BUNDLED_DIR
 from workbench.data.official import OFFICIAL_FILES
-from workbench.data.split import index_sha256
-from workbench.protocol import validate_file
+from workbench.data.split import index_sha256, load_split, stratified_split
+from workbench.events.protocol import validate_file
 from workbench.views.data import read_preview
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def test_bundled_files_give_the_course_split(sessions, run_cli, official):
     split = load_split(job / "artifacts")
     total = total_sq = 0.0
     for start in range(0, split.train_idx.size, 6000):
-        pixels = official.train_images[split.train_idx[start:start + 6000]].astype(np.float64) / 255.0
+        pixels = official.train_images[split.train_idx[start : start + 6000]].astype(np.float64) / 255.0
         total, total_sq = total + pixels.sum(), total_sq + np.square(pixels).sum()
     n = split.train_idx.size * 28 * 28
     mean = total / n
@@ -173,10 +173,13 @@ def test_synthetic_is_marked_in_every_event_and_seeds_differ(sessions, run_cli):
 
 
 def test_importing_the_job_loads_no_ui_and_no_mindspore():
-    code = ("import sys, json\nimport jobs.data\n"
-            "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules} & {'rich', 'textual', 'mindspore'})))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=str(PROJECT_ROOT), capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, json\nimport jobs.data\n"
+        "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules} & {'rich', 'textual', 'mindspore'})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=str(PROJECT_ROOT), capture_output=True, text=True, check=True
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
@@ -184,8 +187,17 @@ def test_job_and_what_it_imports_run_on_python_39():
     vermin = Path(sys.executable).with_name("vermin")
     if not vermin.exists():
         pytest.skip("vermin is not installed (pip install -e '.[test]')")
-    targets = ["jobs/data.py", "workbench/data", "workbench/jobkit.py", "workbench/protocol.py",
-               "workbench/atomic.py"]
-    out = subprocess.run([str(vermin), "-t=3.9-", "--no-tips", "--violations"] + targets, cwd=str(PROJECT_ROOT),
-                         capture_output=True, text=True)
+    targets = [
+        "jobs/data.py",
+        "workbench/data",
+        "workbench/jobkit/context.py",
+        "workbench/events/protocol.py",
+        "workbench/system/atomic.py",
+    ]
+    out = subprocess.run(
+        [str(vermin), "-t=3.9-", "--no-tips", "--violations"] + targets,
+        cwd=str(PROJECT_ROOT),
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs.device_activity import BackgroundSample, sample_device_activity
+from jobs.common.device_activity import BackgroundSample, sample_device_activity
 from tests.conftest import assert_events_valid
 from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
-from workbench.atomic import sha256_file, write_json
-from workbench.config import defaults
-from workbench.jobkit import JobContext
-from workbench.protocol import Evidence, read_all
+from workbench.config.layers import defaults
+from workbench.events.protocol import Evidence, read_all
+from workbench.jobkit.context import JobContext
+from workbench.system.atomic import sha256_file, write_json
 
 B3 = "npu-smi-info_910B3_x8_with_processes.txt"
 WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
@@ -27,8 +27,18 @@ def make_ctx(root: Path, device=None) -> JobContext:
     job_dir = root / "sessions" / "20260101-000000-abcd" / "jobs" / "train-001"
     job_dir.mkdir(parents=True)
     write_json(job_dir / "config.json", defaults())
-    write_json(job_dir / "job.json", {"jid": "train-001", "kind": "train", "session": "20260101-000000-abcd",
-                                      "created": 0, "device": dict(device or ASCEND), "argv": [], "command": []})
+    write_json(
+        job_dir / "job.json",
+        {
+            "jid": "train-001",
+            "kind": "train",
+            "session": "20260101-000000-abcd",
+            "created": 0,
+            "device": dict(device or ASCEND),
+            "argv": [],
+            "command": [],
+        },
+    )
     return JobContext(job_dir)
 
 
@@ -42,6 +52,7 @@ def events(ctx: JobContext):
 def fake_smi(tmp_path):
     def install(name: str, **kw) -> str:
         return str(install_fake_npu_smi(tmp_path / "bin", fixture_path(name), **kw))
+
     return install
 
 
@@ -85,12 +96,14 @@ def test_two_dies_of_one_npu_are_two_devices(tmp_path, fake_smi, monkeypatch):
     # Logical device 1 of a 310P Duo card is NPU 0 chip 1: the pid on chip 0 is not this job's device.
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     smi = fake_smi(DUO)
-    sibling = sample_device_activity(make_ctx(tmp_path / "a", dict(ASCEND, id=1)), dict(ASCEND, id=1), npu_smi=smi,
-                                     pid=41235, containerised=False)
+    sibling = sample_device_activity(
+        make_ctx(tmp_path / "a", dict(ASCEND, id=1)), dict(ASCEND, id=1), npu_smi=smi, pid=41235, containerised=False
+    )
     assert sibling["status"] == Evidence.FAIL, sibling
     assert "41235 on NPU 0 chip 0" in sibling["detail"]
-    own = sample_device_activity(make_ctx(tmp_path / "b", dict(ASCEND, id=1)), dict(ASCEND, id=1), npu_smi=smi,
-                                 pid=41236, containerised=False)
+    own = sample_device_activity(
+        make_ctx(tmp_path / "b", dict(ASCEND, id=1)), dict(ASCEND, id=1), npu_smi=smi, pid=41236, containerised=False
+    )
     assert own["status"] == Evidence.PASS, own
     assert (own["evidence"]["row"]["npu"], own["evidence"]["row"]["chip"]) == (0, 1)
 
@@ -137,8 +150,9 @@ def test_failing_npu_smi_is_blocked_with_its_words_and_the_container_hint(tmp_pa
 def test_background_sample_reports_from_the_caller(tmp_path, fake_smi, monkeypatch):
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     ctx = make_ctx(tmp_path)
-    sample = BackgroundSample(ctx, ctx.device, npu_smi=fake_smi(B3, hang_s=0.3), pid=683935,
-                              when={"after_step": 11}, containerised=False).start()
+    sample = BackgroundSample(
+        ctx, ctx.device, npu_smi=fake_smi(B3, hang_s=0.3), pid=683935, when={"after_step": 11}, containerised=False
+    ).start()
     # The fake sleeps 0.3 s before printing, so the sample cannot be in yet.
     assert not sample.done() and sample.report(wait_s=0) is None
     check = sample.report(wait_s=10)

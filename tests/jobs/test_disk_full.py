@@ -10,11 +10,17 @@ import pytest
 
 from tests.conftest import tmpfs
 from tests.jobs.test_supervisor import sets
-from workbench.atomic import read_json
-from workbench.session import job_status
+from workbench.session.store import job_status
+from workbench.system.atomic import read_json
 
-SYNTH = ["data.source=synthetic", "data.synthetic_train=2000", "data.synthetic_test=300",
-         "train.val_limit=200", "train.warmup_steps=2", "train.epochs=1"]
+SYNTH = [
+    "data.source=synthetic",
+    "data.synthetic_train=2000",
+    "data.synthetic_test=300",
+    "train.val_limit=200",
+    "train.warmup_steps=2",
+    "train.epochs=1",
+]
 
 
 @pytest.fixture

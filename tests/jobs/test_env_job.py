@@ -18,16 +18,33 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from tests.conftest import PROJECT_ROOT, poll_until, run_cli
-from tests.jobs.jobpython import COMPAT, job_mindspore
 from tests.fixtures.ascend_fakes import (
-    VERSIONS_800IA2, command_output, fixture_path, fixture_text, install_fake_npu_smi, make_fake_ascend_tree, section,
+    VERSIONS_800IA2,
+    command_output,
+    fixture_path,
+    fixture_text,
+    install_fake_npu_smi,
+    make_fake_ascend_tree,
+    section,
 )
-from workbench.atomic import read_json
-from workbench.childproc import pid_running
-from workbench.envvars import MASK
+from tests.jobs.jobpython import COMPAT, job_mindspore
+from workbench.masking.envvars import MASK
+from workbench.system.atomic import read_json
+from workbench.system.childproc import pid_running
 
-SUMMARY_KEYS = ["python", "packages", "cann", "driver", "firmware", "pairing", "devices", "processes", "cards",
-                "probes", "environment"]
+SUMMARY_KEYS = [
+    "python",
+    "packages",
+    "cann",
+    "driver",
+    "firmware",
+    "pairing",
+    "devices",
+    "processes",
+    "cards",
+    "probes",
+    "environment",
+]
 DEVICE_KEYS = {"npu", "chip", "name", "health", "power_w", "temp_c", "aicore_pct", "memory_mb", "hbm_mb"}
 PROBE_IDS = ["probe-add-fp32", "probe-matmul-fp16", "probe-matmul-fp32"]
 NO_PROBES = ["--set", "env.probes=false"]
@@ -57,7 +74,10 @@ class EnvRun:
     def check(self, id_: str) -> Dict[str, Any]:
         """The check with this id (fails naming the ids seen)."""
         assert id_ in self.checks, "no check %r; checks: %s\nstderr.log: %s" % (
-            id_, sorted(self.checks), (self.dir / "stderr.log").read_text()[-2000:])
+            id_,
+            sorted(self.checks),
+            (self.dir / "stderr.log").read_text()[-2000:],
+        )
         return self.checks[id_]
 
 
@@ -69,9 +89,14 @@ def run_env(sessions: Path, *sets: str, env: Optional[Dict[str, str]] = None, ti
     return run
 
 
-def fake_board(tmp_path: Path, npu_smi_fixture: Optional[Path], tree: Optional[str] = "8.0.0",
-               extra_env: Optional[Dict[str, str]] = None, device_node: bool = True,
-               **fake_kw: Any) -> Tuple[List[str], Dict[str, str]]:
+def fake_board(
+    tmp_path: Path,
+    npu_smi_fixture: Optional[Path],
+    tree: Optional[str] = "8.0.0",
+    extra_env: Optional[Dict[str, str]] = None,
+    device_node: bool = True,
+    **fake_kw: Any,
+) -> Tuple[List[str], Dict[str, str]]:
     """Fake npu-smi first on PATH and a fake Ascend tree under tmp_path/root (with <root>/dev/davinci0).
 
     Returns the --set arguments and the environment the CLI needs on top of this one (PATH and
@@ -112,8 +137,16 @@ def fixture_section(tmp_path: Path, start: str, stop: str) -> Path:
 
 @ms_missing
 def test_cpu_probes_pass_with_fetched_values(sessions):
-    run = run_env(sessions, env={"PATH": os.pathsep.join(
-        p for p in os.environ.get("PATH", "").split(os.pathsep) if not os.path.exists(os.path.join(p, "npu-smi")))})
+    run = run_env(
+        sessions,
+        env={
+            "PATH": os.pathsep.join(
+                p
+                for p in os.environ.get("PATH", "").split(os.pathsep)
+                if not os.path.exists(os.path.join(p, "npu-smi"))
+            )
+        },
+    )
     assert run.proc.returncode == 0, run.proc.stderr + json.dumps(run.finished)
     started = run.events[0]
     assert started["type"] == "started" and started["device"]["resolved"] == "CPU"
@@ -125,12 +158,18 @@ def test_cpu_probes_pass_with_fetched_values(sessions):
         assert check["status"] == "observed-pass", check
         result = check["evidence"]["result"]
         assert result["device"]["target"] == "CPU" and result["shape"] == [64, 64]
-        assert isinstance(result["max_abs_diff"], float) and 0 <= result["max_abs_diff"] <= result["atol"] + 50 * result["rtol"]
+        assert (
+            isinstance(result["max_abs_diff"], float)
+            and 0 <= result["max_abs_diff"] <= result["atol"] + 50 * result["rtol"]
+        )
         assert result["mindspore"]["version"] == ms_version()
     assert "Float16" in run.check("probe-matmul-fp16")["detail"]
     assert list(run.summary) == SUMMARY_KEYS
     assert [(p["op"], p["verdict"]) for p in run.summary["probes"]] == [
-        ("add-fp32", "observed-pass"), ("matmul-fp16", "observed-pass"), ("matmul-fp32", "observed-pass")]
+        ("add-fp32", "observed-pass"),
+        ("matmul-fp16", "observed-pass"),
+        ("matmul-fp32", "observed-pass"),
+    ]
     assert run.summary["packages"]["mindspore"]["version"] == ms_version()
     assert run.summary["packages"]["mindspore"]["found"] and not run.summary["packages"]["mindspore"]["duplicates"]
     assert run.summary["devices"] == [] and run.summary["processes"] == []
@@ -153,7 +192,9 @@ def test_ascend_request_is_blocked_with_mindspores_message_and_exit_1(sessions):
     assert "libge_runner.so" in first["evidence"]["raw"] + json.dumps(first["evidence"]["result"])
     for id_ in PROBE_IDS[1:]:
         assert run.check(id_)["status"] == "blocked" and "not started" in run.check(id_)["detail"]
-    passes = [ev["id"] for ev in run.checks.values() if ev["id"].startswith("probe-") and ev["status"] == "observed-pass"]
+    passes = [
+        ev["id"] for ev in run.checks.values() if ev["id"].startswith("probe-") and ev["status"] == "observed-pass"
+    ]
     assert passes == []
     assert all(p["verdict"] != "observed-pass" for p in run.summary["probes"])
     assert run.finished["status"] == "failed" and run.finished["error"]["type"] == "DeviceProbeFailed"
@@ -164,8 +205,15 @@ def test_ascend_request_is_blocked_with_mindspores_message_and_exit_1(sessions):
 
 
 def test_probe_that_hangs_and_probe_that_segfaults_do_not_stop_the_others(sessions, tmp_path):
-    run = run_env(sessions, "--set", "env.probe_module=tests.fixtures.probe_standin",
-                  "--set", "limits.probe_timeout_s=2", "--set", "device.target=CPU")
+    run = run_env(
+        sessions,
+        "--set",
+        "env.probe_module=tests.fixtures.probe_standin",
+        "--set",
+        "limits.probe_timeout_s=2",
+        "--set",
+        "device.target=CPU",
+    )
     assert run.proc.returncode == 1
     hung = run.check("probe-add-fp32")
     assert hung["status"] == "observed-fail" and hung["detail"].startswith("hung: no result within 2 s")
@@ -199,29 +247,96 @@ A3 = "derived_npu-smi-info_A3_phy-id_from_910B3.txt"
 WIDE = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
 # fixture -> (tree, devices [(npu, chip, name, health)], a device's full row or None, processes, npu-smi version)
 FIXTURES = {
-    "910B3_x8": ("npu-smi-info_910B3_x8_with_processes.txt", "8.0.0",
-                 [(n, 0, "910B3", "OK") for n in range(8)],
-                 {"npu": 0, "chip": 0, "name": "910B3", "health": "OK", "power_w": 133.9, "temp_c": 43.0,
-                  "aicore_pct": 0.0, "memory_mb": [0.0, 0.0], "hbm_mb": [60478.0, 65536.0]}, 8, "23.0.rc3.3"),
-    "910A_warning": ("npu-smi-info_910A_warning_ms1.10_modelarts.txt", "8.0.0", [(1, 0, "910A", "Warning")],
-                     {"npu": 1, "chip": 0, "name": "910A", "health": "Warning", "power_w": 69.6, "temp_c": 35.0,
-                      "aicore_pct": 0.0, "memory_mb": [2681.0, 15137.0], "hbm_mb": [1.0, 32768.0]}, 0, "23.0.rc3"),
-    "310B4": ("npu-smi-info_310B4_atlas200IDKA2.txt", "7.0.RC1", [(0, 0, "310B4", "OK")],
-              {"npu": 0, "chip": 0, "name": "310B4", "health": "OK", "power_w": 7.7, "temp_c": 54.0,
-               "aicore_pct": 0.0, "memory_mb": [2166.0, 3513.0], "hbm_mb": None}, 0, "23.0.rc3"),
-    "310_x4": ("npu-smi-info_310_x4_atlas800-3000_21.0.4_hwdoc.txt", "8.2.RC1", [(6, c, "310", "OK") for c in range(4)],
-               {"npu": 6, "chip": 3, "name": "310", "health": "OK", "power_w": 12.8, "temp_c": 65.0,
-                "aicore_pct": 0.0, "memory_mb": [2867.0, 8192.0], "hbm_mb": None}, 0, "21.0.4.B030"),
-    "A3_phy_id": (A3, "8.2.RC1", [(0, 0, "Ascend910", "OK"), (0, 1, "Ascend910", "OK"), (1, 0, "Ascend910", "OK"),
-                                  (1, 1, "Ascend910", "OK")], None, 4, "23.0.rc3.3"),
+    "910B3_x8": (
+        "npu-smi-info_910B3_x8_with_processes.txt",
+        "8.0.0",
+        [(n, 0, "910B3", "OK") for n in range(8)],
+        {
+            "npu": 0,
+            "chip": 0,
+            "name": "910B3",
+            "health": "OK",
+            "power_w": 133.9,
+            "temp_c": 43.0,
+            "aicore_pct": 0.0,
+            "memory_mb": [0.0, 0.0],
+            "hbm_mb": [60478.0, 65536.0],
+        },
+        8,
+        "23.0.rc3.3",
+    ),
+    "910A_warning": (
+        "npu-smi-info_910A_warning_ms1.10_modelarts.txt",
+        "8.0.0",
+        [(1, 0, "910A", "Warning")],
+        {
+            "npu": 1,
+            "chip": 0,
+            "name": "910A",
+            "health": "Warning",
+            "power_w": 69.6,
+            "temp_c": 35.0,
+            "aicore_pct": 0.0,
+            "memory_mb": [2681.0, 15137.0],
+            "hbm_mb": [1.0, 32768.0],
+        },
+        0,
+        "23.0.rc3",
+    ),
+    "310B4": (
+        "npu-smi-info_310B4_atlas200IDKA2.txt",
+        "7.0.RC1",
+        [(0, 0, "310B4", "OK")],
+        {
+            "npu": 0,
+            "chip": 0,
+            "name": "310B4",
+            "health": "OK",
+            "power_w": 7.7,
+            "temp_c": 54.0,
+            "aicore_pct": 0.0,
+            "memory_mb": [2166.0, 3513.0],
+            "hbm_mb": None,
+        },
+        0,
+        "23.0.rc3",
+    ),
+    "310_x4": (
+        "npu-smi-info_310_x4_atlas800-3000_21.0.4_hwdoc.txt",
+        "8.2.RC1",
+        [(6, c, "310", "OK") for c in range(4)],
+        {
+            "npu": 6,
+            "chip": 3,
+            "name": "310",
+            "health": "OK",
+            "power_w": 12.8,
+            "temp_c": 65.0,
+            "aicore_pct": 0.0,
+            "memory_mb": [2867.0, 8192.0],
+            "hbm_mb": None,
+        },
+        0,
+        "21.0.4.B030",
+    ),
+    "A3_phy_id": (
+        A3,
+        "8.2.RC1",
+        [(0, 0, "Ascend910", "OK"), (0, 1, "Ascend910", "OK"), (1, 0, "Ascend910", "OK"), (1, 1, "Ascend910", "OK")],
+        None,
+        4,
+        "23.0.rc3.3",
+    ),
     "26x_container_pid": (WIDE, "8.0.0", [(0, 0, "910B3", "OK"), (1, 0, "910B3", "OK")], None, 2, "26.0.rc1"),
     "800IA2_with_title": ("# Source 1:", "8.2.RC1", [(0, 0, "910B4", "OK")], None, None, "25.0.rc1.1"),
     "800IA2_no_title": ("# Source 2:", "8.0.0", [(0, 0, "910B4", "OK")], None, None, None),
 }
 # tree -> (CANN version, driver version, firmware version, firmware in driver range)
-TREES = {"8.0.0": ("8.0.0", "24.1.rc3", "7.5.0.1.129", True),
-         "8.2.RC1": ("8.2.RC1", "25.0.rc1.1", "7.7.0.1.231", True),
-         "7.0.RC1": ("7.0.RC1", None, None, None)}
+TREES = {
+    "8.0.0": ("8.0.0", "24.1.rc3", "7.5.0.1.129", True),
+    "8.2.RC1": ("8.2.RC1", "25.0.rc1.1", "7.7.0.1.231", True),
+    "7.0.RC1": ("7.0.RC1", None, None, None),
+}
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
@@ -271,7 +386,10 @@ def test_every_npu_smi_fixture_on_a_fake_board(name, sessions, tmp_path):
     setting = run.check("device-setting")  # the device node under env.root and a device table: Ascend is met
     assert setting["status"] == "observed-pass", setting
     detected = setting["evidence"]["detected"]
-    assert detected["target"] == "Ascend" and "found davinci0; npu-smi lists %d device(s)" % len(devices) in detected["why"]
+    assert (
+        detected["target"] == "Ascend"
+        and "found davinci0; npu-smi lists %d device(s)" % len(devices) in detected["why"]
+    )
     assert [run.check(i)["status"] for i in PROBE_IDS] == ["not-run"] * 3
 
 
@@ -306,10 +424,12 @@ def test_auto_with_npu_smi_but_no_device_node_resolves_to_cpu_with_the_reason(se
 
 
 def test_two_die_card_gives_one_status_row_per_chip_and_the_mcu_apart(sessions, tmp_path):
-    smi = {"info": fixture_path("derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"),
-           "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
-           "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
-           "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt")}
+    smi = {
+        "info": fixture_path("derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"),
+        "common": fixture_path("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"),
+        "usages": fixture_path("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"),
+        "health": fixture_path("derived_npu-smi-info-t-health_310P3-duo_two-chips-and-mcu.txt"),
+    }
     sets, env = fake_board(tmp_path, smi, "8.0.0")
     run = run_env(sessions, *sets, *NO_PROBES, env=env)
     assert run.proc.returncode == 0, run.proc.stderr
@@ -336,9 +456,17 @@ def test_npu_smi_that_hangs_is_killed_at_its_time_limit(sessions, tmp_path):
 
 def test_settings_visible_devices_and_masked_secrets(sessions, tmp_path):
     secret = "s3cr3t-value-4711"
-    sets, env = fake_board(tmp_path, fixture_path("npu-smi-info_910A_warning_ms1.10_modelarts.txt"), "8.0.0",
-                      extra_env={"MS_ROLE": "MS_SCHED", "MS_API_TOKEN": secret, "ASCEND_RT_VISIBLE_DEVICES": "0,1",
-                                 "NOT_ALLOWED_VAR": "x"})
+    sets, env = fake_board(
+        tmp_path,
+        fixture_path("npu-smi-info_910A_warning_ms1.10_modelarts.txt"),
+        "8.0.0",
+        extra_env={
+            "MS_ROLE": "MS_SCHED",
+            "MS_API_TOKEN": secret,
+            "ASCEND_RT_VISIBLE_DEVICES": "0,1",
+            "NOT_ALLOWED_VAR": "x",
+        },
+    )
     run = run_env(sessions, *sets, *NO_PROBES, env=env)
     role = run.check("ms-role")
     assert role["status"] == "observed-fail" and "MS_SCHED" in role["detail"] and "CPU" in role["detail"]
@@ -364,7 +492,8 @@ def _layout(site: Path, name: str, version: str, with_package: bool) -> None:
     if with_package:
         (site / name).mkdir()
         (site / name / "__init__.py").write_text(
-            "raise ImportError('a layout fixture of the env tests: the env job must never import %s')\n" % name)
+            "raise ImportError('a layout fixture of the env tests: the env job must never import %s')\n" % name
+        )
         (site / name / "version.py").write_text("__version__ = '%s'\n" % version)
 
 
@@ -382,8 +511,9 @@ def test_stale_dist_info_is_a_duplicate_and_the_real_copy_still_wins(sessions, t
     assert "importlib.metadata reports 2.3.1" in run.check("pkg-mindspore")["detail"]
 
 
-@pytest.mark.parametrize("tree, status, expected", [("8.0.0", "observed-pass", "official"),
-                                                    ("8.2.RC1", "observed-fail", "official")])
+@pytest.mark.parametrize(
+    "tree, status, expected", [("8.0.0", "observed-pass", "official"), ("8.2.RC1", "observed-fail", "official")]
+)
 def test_winning_user_copy_decides_pairing_and_numpy_rule(tree, status, expected, sessions, tmp_path):
     user = tmp_path / "user-site"
     _layout(user, "mindspore", "2.4.10", with_package=True)

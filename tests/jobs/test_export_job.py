@@ -16,12 +16,13 @@ from jobs.export.load_report import batch_rows
 from jobs.export.loaders import not_fresh
 from jobs.export.reference import choose_samples, find_confusion
 from tests.conftest import PROJECT_ROOT, assert_events_valid, cli_env, run_cli
-from workbench.atomic import read_json
-from workbench.compare import diff_tensors
-from workbench.data import CLASS_NAMES, load_fashion_mnist
-from workbench.metrics import most_confused_pairs
-from workbench.protocol import read_all
-from workbench.session import SessionStore
+from workbench.analysis.metrics import most_confused_pairs
+from workbench.analysis.tensordiff import diff_tensors
+from workbench.data.dataset import CLASS_NAMES
+from workbench.data.loader import load_fashion_mnist
+from workbench.events.protocol import read_all
+from workbench.session.store import SessionStore
+from workbench.system.atomic import read_json
 
 JOB_TIMEOUT_S = 600
 TRAIN_SETS = ["train.epochs=1", "train.train_limit=512", "train.val_limit=256"]
@@ -74,8 +75,12 @@ def exported(session):
     job_dir = _latest_export(session)
     assert proc.returncode == 0, "export failed:\n%s\n%s" % (proc.stdout[-4000:], proc.stderr[-3000:])
     events = job_events(job_dir)
-    return {"dir": job_dir, "events": events, "checks": checks_of(events),
-            "result": [ev for ev in events if ev["type"] == "result"][-1]["summary"]}
+    return {
+        "dir": job_dir,
+        "events": events,
+        "checks": checks_of(events),
+        "result": [ev for ev in events if ev["type"] == "result"][-1]["summary"],
+    }
 
 
 def test_checkpoint_reload_in_fresh_process_gives_identical_outputs(exported):
@@ -157,7 +162,10 @@ def test_reference_package_covers_every_class_and_the_confused_pairs(exported, s
     assert ref["preprocessing"] == "/255, float32, NCHW [N,1,28,28]"
     assert ref["tolerance"]["atol"] > 0 and "atol" in ref["tolerance"]["rule"]
     assert ref["classes_covered"] == list(range(10))
-    assert ref["checkpoint_sha256"] == hashlib.sha256((session["train"] / "artifacts" / "best.ckpt").read_bytes()).hexdigest()
+    assert (
+        ref["checkpoint_sha256"]
+        == hashlib.sha256((session["train"] / "artifacts" / "best.ckpt").read_bytes()).hexdigest()
+    )
     # Indices point into the official training file: the labels and pixels recorded must be those.
     data = load_fashion_mnist(verify=False)
     for row, sample in enumerate(ref["samples"]):
@@ -188,18 +196,27 @@ def test_artifact_hashes_match_the_files(exported):
 
 def _rename_layers(src: Path, dst: Path) -> None:
     """Write a copy of a checkpoint whose layer names were changed (in a separate MindSpore process)."""
-    script = ("import sys, json, mindspore as ms\n"
-              "renames = json.loads(sys.argv[3])\n"
-              "params = ms.load_checkpoint(sys.argv[1])\n"
-              "ms.save_checkpoint([{'name': renames.get(k, k), 'data': v} for k, v in params.items()], sys.argv[2])\n")
-    proc = subprocess.run([sys.executable, "-c", script, str(src), str(dst), json.dumps(RENAMES)],
-                          env=cli_env(), cwd=str(PROJECT_ROOT), capture_output=True, text=True, timeout=120)
+    script = (
+        "import sys, json, mindspore as ms\n"
+        "renames = json.loads(sys.argv[3])\n"
+        "params = ms.load_checkpoint(sys.argv[1])\n"
+        "ms.save_checkpoint([{'name': renames.get(k, k), 'data': v} for k, v in params.items()], sys.argv[2])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(src), str(dst), json.dumps(RENAMES)],
+        env=cli_env(),
+        cwd=str(PROJECT_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def _latest_export(session) -> Path:
-    return sorted((session["root"] / session["sid"] / "jobs").glob("export-*"),
-                  key=lambda p: int(p.name.split("-")[1]))[-1]
+    return sorted(
+        (session["root"] / session["sid"] / "jobs").glob("export-*"), key=lambda p: int(p.name.split("-")[1])
+    )[-1]
 
 
 def test_renamed_layers_are_an_observed_fail_naming_them(session, tmp_path):
@@ -218,8 +235,11 @@ def test_renamed_layers_are_an_observed_fail_naming_them(session, tmp_path):
             assert name in check["detail"]
     # The fresh process saw the same lists itself, and never reported a pass.
     assert checks["ckpt-reload"]["evidence"]["pids"]["loader"] != checks["ckpt-reload"]["evidence"]["pids"]["job"]
-    assert not any(ev["status"] == "observed-pass" for ev in checks.values()
-                   if ev["id"] in ("source-load", "ckpt-reload", "reference"))
+    assert not any(
+        ev["status"] == "observed-pass"
+        for ev in checks.values()
+        if ev["id"] in ("source-load", "ckpt-reload", "reference")
+    )
     assert checks["reference"]["status"] == "not-run"
     finished = finished_of(events)
     assert finished["status"] == "failed"
@@ -266,13 +286,18 @@ def test_fresh_net_with_dynamic_batch_says_so_and_runs_every_size(session):
 
 # ----- pure helpers ---------------------------------------------------------------------------
 
+
 def test_batch_rows_cover_every_row_with_exact_batches():
     rows = batch_rows(23, 64)
     assert rows.shape == (1, 64) and set(rows.ravel()) == set(range(23))
     rows = batch_rows(23, 1)
     assert rows.shape == (23, 1) and list(rows.ravel()) == list(range(23))
     rows = batch_rows(23, 10)
-    assert rows.shape == (3, 10) and list(rows.ravel()[:23]) == list(range(23)) and list(rows.ravel()[23:]) == list(range(7))
+    assert (
+        rows.shape == (3, 10)
+        and list(rows.ravel()[:23]) == list(range(23))
+        and list(rows.ravel()[23:]) == list(range(7))
+    )
     with pytest.raises(ValueError, match="batch_size=0"):
         batch_rows(23, 0)
 

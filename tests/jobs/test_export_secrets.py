@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.session import SessionStore
+from workbench.session.store import SessionStore
 
 # Env vars the env job records (allow-listed) or only inherits, holding URL credentials and query tokens.
 PLANTED_ENV = {
@@ -20,11 +20,34 @@ PLANTED_ENV = {
 }
 # A config value (a free-form string key) carrying the same kinds of secrets.
 CONFIG_URL = "https://cfguser:cfg-pass-31a2@store.example.com/x?access_key=AKIA-cfg-77&signature=sig-cfg-88"
-SECRETS = ["mirror-pass-7f3e", "tok-9a8b7c6d", "proxy-pw-5d4c", "plain-token-1234", "https-pw-0e0e",
-           "cfg-pass-31a2", "AKIA-cfg-77", "sig-cfg-88"]
-TRAIN = ["--set", "data.source=synthetic", "--set", "data.synthetic_train=400", "--set", "data.synthetic_test=100",
-         "--set", "train.epochs=1", "--set", "train.val_limit=100", "--set", "train.warmup_steps=1",
-         "--set", "train.max_steps=3", "--set", "train.parallel.master_addr=%s" % CONFIG_URL]
+SECRETS = [
+    "mirror-pass-7f3e",
+    "tok-9a8b7c6d",
+    "proxy-pw-5d4c",
+    "plain-token-1234",
+    "https-pw-0e0e",
+    "cfg-pass-31a2",
+    "AKIA-cfg-77",
+    "sig-cfg-88",
+]
+TRAIN = [
+    "--set",
+    "data.source=synthetic",
+    "--set",
+    "data.synthetic_train=400",
+    "--set",
+    "data.synthetic_test=100",
+    "--set",
+    "train.epochs=1",
+    "--set",
+    "train.val_limit=100",
+    "--set",
+    "train.warmup_steps=1",
+    "--set",
+    "train.max_steps=3",
+    "--set",
+    "train.parallel.master_addr=%s" % CONFIG_URL,
+]
 
 
 def hashes(root: Path, skip_prefix: str = "\0") -> dict:
@@ -96,6 +119,9 @@ def test_export_leaves_the_session_byte_identical_and_leaks_nothing(planted, tmp
 
     # report.md and its appendices: the masked values are shown, with their hosts
     report = "\n".join(p.read_text(encoding="utf-8") for p in sorted((session / "export").rglob("*.md")))
-    for shown in ("https://***@mirror.example.com/ms?token=***", "http://***@proxy.example.com:3128",
-                  "https://***@store.example.com/x?access_key=***&signature=***"):
+    for shown in (
+        "https://***@mirror.example.com/ms?token=***",
+        "http://***@proxy.example.com:3128",
+        "https://***@store.example.com/x?access_key=***&signature=***",
+    ):
         assert shown in report, shown

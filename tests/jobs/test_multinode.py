@@ -22,23 +22,32 @@ import pytest
 
 from tests.conftest import cli_argv, cli_env, wait_for
 from tests.jobs.test_parallel import assert_no_process_left, by_type, processes_of
-from workbench.atomic import read_json
-from workbench.protocol import read_all
-from workbench.record import expand_steps
-from workbench.report.collect import collect
-from workbench.session import SessionStore, job_status
+from workbench.events.protocol import read_all
+from workbench.events.steps import expand_steps
+from workbench.record.collect import collect
+from workbench.session.store import SessionStore, job_status
+from workbench.system.atomic import read_json
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed"),
-    pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
-                       reason="network namespaces need root (ip netns add)"),
+    pytest.mark.skipif(
+        not hasattr(os, "geteuid") or os.geteuid() != 0, reason="network namespaces need root (ip netns add)"
+    ),
     pytest.mark.skipif(shutil.which("ip") is None, reason="`ip` (iproute2) is missing"),
 ]
 
 STALL_S = 60  # node 0 must end within this after node 1 is killed
-TINY = ["device.target=CPU", "data.source=synthetic", "data.synthetic_test=100", "train.batch_size=32",
-        "train.warmup_steps=1", "train.parallel.workers=2", "train.parallel.local_workers=1",
-        "limits.job_timeout_s=300", "limits.stall_s=%d" % STALL_S]
+TINY = [
+    "device.target=CPU",
+    "data.source=synthetic",
+    "data.synthetic_test=100",
+    "train.batch_size=32",
+    "train.warmup_steps=1",
+    "train.parallel.workers=2",
+    "train.parallel.local_workers=1",
+    "limits.job_timeout_s=300",
+    "limits.stall_s=%d" % STALL_S,
+]
 TIMEOUT_S = 320
 
 
@@ -79,13 +88,26 @@ def two_nodes():
 def start_node(sessions: Path, node: int, nodes, port: int, extra: List[str], tmp: Path) -> subprocess.Popen:
     """`ms-workbench run train` for one node, inside its namespace."""
     args = ["run", "train", "--sessions", sessions]
-    for item in TINY + ["train.parallel.node_rank=%d" % node, "train.parallel.master_addr=%s" % nodes[0][1],
-                        "train.parallel.master_port=%d" % port] + extra:
+    for item in (
+        TINY
+        + [
+            "train.parallel.node_rank=%d" % node,
+            "train.parallel.master_addr=%s" % nodes[0][1],
+            "train.parallel.master_port=%d" % port,
+        ]
+        + extra
+    ):
         args += ["--set", item]
     out = open(str(tmp / ("node%d.out" % node)), "w")
     err = open(str(tmp / ("node%d.err" % node)), "w")
-    return subprocess.Popen(["ip", "netns", "exec", nodes[node][0]] + cli_argv(*args), env=cli_env(),
-                            stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+    return subprocess.Popen(
+        ["ip", "netns", "exec", nodes[node][0]] + cli_argv(*args),
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        start_new_session=True,
+    )
 
 
 def job_of(tmp: Path, node: int) -> Path:
@@ -116,15 +138,24 @@ def events_by_rank(job: Path) -> Dict[int, List[dict]]:
 
 
 def test_two_nodes_train_together_and_both_jobs_end_ok(sessions, two_nodes, tmp_path):
-    procs, (job0, job1) = start_both(sessions, two_nodes, tmp_path,
-                                     ["data.synthetic_train=3000", "train.epochs=2"])
+    procs, (job0, job1) = start_both(sessions, two_nodes, tmp_path, ["data.synthetic_train=3000", "train.epochs=2"])
     try:
-        wait_for(lambda: any(e.get("type") in ("step", "steps") for e in read_all(str(job1 / "events.jsonl"))), 180,
-                 poll_s=0.2, what="node 1's rank stepping")
+        wait_for(
+            lambda: any(e.get("type") in ("step", "steps") for e in read_all(str(job1 / "events.jsonl"))),
+            180,
+            poll_s=0.2,
+            what="node 1's rank stepping",
+        )
         # An ordinary job on the device both nodes share is refused while they run.
-        other = subprocess.run(cli_argv("run", "train", "--sessions", sessions, "--set", "device.target=CPU",
-                                        "--set", "data.source=synthetic"), env=cli_env(),
-                               capture_output=True, text=True, timeout=60)
+        other = subprocess.run(
+            cli_argv(
+                "run", "train", "--sessions", sessions, "--set", "device.target=CPU", "--set", "data.source=synthetic"
+            ),
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         for proc in procs:
             proc.wait(TIMEOUT_S)
     finally:
@@ -135,8 +166,11 @@ def test_two_nodes_train_together_and_both_jobs_end_ok(sessions, two_nodes, tmp_
     assert "distributed run msrun %s" % two_nodes[0][1] in other.stdout + other.stderr
 
     for node, job in enumerate((job0, job1)):
-        assert procs[node].returncode == 0, "node %d: %s\n%s" % (node, job_status(job).label(), (
-            tmp_path / ("node%d.out" % node)).read_text()[-3000:])
+        assert procs[node].returncode == 0, "node %d: %s\n%s" % (
+            node,
+            job_status(job).label(),
+            (tmp_path / ("node%d.out" % node)).read_text()[-3000:],
+        )
         assert job_status(job).state == "ok", job_status(job).label()
     ev0, ev1 = events_by_rank(job0), events_by_rank(job1)
     assert set(ev0) == {0} and set(ev1) <= {1, -1}, "each job holds its own node's rank only"
@@ -169,12 +203,21 @@ def test_two_nodes_train_together_and_both_jobs_end_ok(sessions, two_nodes, tmp_
 
 
 def test_killing_node_1_ends_node_0_within_the_stall_limit_naming_the_lost_rank(sessions, two_nodes, tmp_path):
-    procs, (job0, job1) = start_both(sessions, two_nodes, tmp_path,
-                                     ["data.synthetic_train=40000", "train.epochs=20"])
+    procs, (job0, job1) = start_both(sessions, two_nodes, tmp_path, ["data.synthetic_train=40000", "train.epochs=20"])
     try:
-        wait_for(lambda: sum(len(expand_steps(e)) for e in read_all(str(job0 / "events.jsonl"))
-                              if e.get("type") in ("step", "steps")) > 20,
-                 180, poll_s=0.2, what="the run stepping")
+        wait_for(
+            lambda: (
+                sum(
+                    len(expand_steps(e))
+                    for e in read_all(str(job0 / "events.jsonl"))
+                    if e.get("type") in ("step", "steps")
+                )
+                > 20
+            ),
+            180,
+            poll_s=0.2,
+            what="the run stepping",
+        )
         killed = processes_of(job1)
         assert killed, "node 1's job has processes"
         for line in killed:  # the whole node at once, as when a machine goes away

@@ -17,22 +17,31 @@ from typing import Any, Dict, List
 import pytest
 
 from tests.conftest import poll_until, run_cli, wait_for
-from workbench.atomic import read_json
-from workbench.childproc import pid_running
-from workbench.protocol import read_all
-from workbench.record import expand_steps
-from workbench.report import markdown
-from workbench.report.collect import collect
-from workbench.runner import JobRunner
-from workbench.session import SessionStore, job_status
+from workbench.events.protocol import read_all
+from workbench.events.steps import expand_steps
+from workbench.record.collect import collect
+from workbench.record.markdown import report as markdown
+from workbench.run.runner import JobRunner
+from workbench.session.store import SessionStore, job_status
+from workbench.system.atomic import read_json
+from workbench.system.childproc import pid_running
 
 # find_spec, not import: this process must never load MindSpore (jobs are its children).
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
 # 1000 synthetic images -> 900 train / 100 val.
-TINY = ["device.target=CPU", "data.source=synthetic", "data.synthetic_train=1000", "data.synthetic_test=100",
-        "train.epochs=1", "train.batch_size=32", "train.warmup_steps=1", "train.parallel.workers=2",
-        "limits.job_timeout_s=240", "limits.stall_s=120"]
+TINY = [
+    "device.target=CPU",
+    "data.source=synthetic",
+    "data.synthetic_train=1000",
+    "data.synthetic_test=100",
+    "train.epochs=1",
+    "train.batch_size=32",
+    "train.warmup_steps=1",
+    "train.parallel.workers=2",
+    "limits.job_timeout_s=240",
+    "limits.stall_s=120",
+]
 CLI_TIMEOUT_S = 300
 
 
@@ -150,8 +159,14 @@ def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions
 
 
 def test_a_crashing_rank_ends_the_job_naming_the_rank_and_signal(sessions):
-    proc = run_cli("run", "train", "--sessions", sessions, *sets("train.epochs=2", "train.parallel.crash_rank=1"),
-                   timeout=CLI_TIMEOUT_S)
+    proc = run_cli(
+        "run",
+        "train",
+        "--sessions",
+        sessions,
+        *sets("train.epochs=2", "train.parallel.crash_rank=1"),
+        timeout=CLI_TIMEOUT_S,
+    )
     job = job_dir_of(proc)
     assert proc.returncode == 1
     status = job_status(job)
@@ -167,8 +182,15 @@ def test_a_crashing_rank_ends_the_job_naming_the_rank_and_signal(sessions):
 
 
 def test_cancel_stops_msrun_the_scheduler_and_every_rank(sessions):
-    proc = run_cli("run", "train", "--sessions", sessions, "--detach",
-                   *sets("data.synthetic_train=20000", "train.epochs=5"), timeout=60)
+    proc = run_cli(
+        "run",
+        "train",
+        "--sessions",
+        sessions,
+        "--detach",
+        *sets("data.synthetic_train=20000", "train.epochs=5"),
+        timeout=60,
+    )
     job = Path(proc.stdout.strip().splitlines()[-1])
 
     def both_ranks_stepping():

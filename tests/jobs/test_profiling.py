@@ -15,17 +15,17 @@ import sys
 import pytest
 
 from tests.conftest import assert_events_valid, cli_env
-from workbench.atomic import sha256_file
-from workbench.protocol import read_all
+from workbench.events.protocol import read_all
+from workbench.system.atomic import sha256_file
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
-PROGRAM = r'''
+PROGRAM = r"""
 import json, statistics, sys, time
 from pathlib import Path
-from workbench.atomic import write_json
-from workbench.config import defaults
-from workbench.jobkit import JobContext
+from workbench.system.atomic import write_json
+from workbench.config.layers import defaults
+from workbench.jobkit.context import JobContext
 
 job_dir, api = Path(sys.argv[1]), sys.argv[2]
 job_dir.mkdir(parents=True)
@@ -33,8 +33,8 @@ write_json(job_dir / "config.json", defaults())
 write_json(job_dir / "job.json", {"jid": "train-001", "kind": "train", "session": "s", "created": 0,
            "device": {"requested": "CPU", "resolved": "CPU", "id": 0, "why": "test"}, "argv": [], "command": []})
 ctx = JobContext(job_dir)
-from jobs import msdevice
-from jobs.profiling import ProfiledWindow
+from jobs.common import msdevice
+from jobs.train.profiler import ProfiledWindow
 msdevice.set_device("CPU", 0, "graph")
 import numpy as np
 import mindspore as ms
@@ -59,14 +59,21 @@ window.emit_artifacts()
 ctx.events.close()
 print("after the window")
 print("SUMMARY " + json.dumps(window.summary(statistics.median(steady[2:]))))
-'''
+"""
 
 
 @pytest.mark.parametrize("api", ["mindspore.Profiler", "mindspore.profiler.profile"])
 def test_window_with_each_api(tmp_path, api):
     job_dir = tmp_path / "sessions" / "s" / "jobs" / "train-001"
-    proc = subprocess.run([sys.executable, "-c", PROGRAM, str(job_dir), api], cwd=str(tmp_path), env=cli_env(),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(job_dir), api],
+        cwd=str(tmp_path),
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # Only the program's own lines reach its stdout: the profiler's progress went to the log.
     lines = proc.stdout.splitlines()
@@ -74,7 +81,7 @@ def test_window_with_each_api(tmp_path, api):
     assert len(lines) == 3, proc.stdout[:2000]
     log = job_dir / "artifacts" / "profile" / "profiler-stdout.log"
     assert "pars" in log.read_text().lower()
-    summary = json.loads(lines[2][len("SUMMARY "):])
+    summary = json.loads(lines[2][len("SUMMARY ") :])
     assert summary["api"] == api and summary["error"] is None
     assert summary["steps"] == 4 and summary["ops_per_step"] > 5
     assert {"MatMul", "BiasAdd", "ReLU", "SGD"} <= {t["type"] for t in summary["top_types"]}

@@ -12,11 +12,11 @@ from typing import List
 
 import pytest
 
-from workbench import childproc
-from workbench.atomic import read_json
-from workbench.protocol import EventReader, read_all, validate_file
-from workbench.runner import JobRunner
-from workbench.session import job_status
+from workbench.events.protocol import EventReader, read_all, validate_file
+from workbench.run.runner import JobRunner
+from workbench.session.store import job_status
+from workbench.system import childproc
+from workbench.system.atomic import read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FAST = ("drill.steps=5", "drill.rate=200")
@@ -80,6 +80,7 @@ def step_count(job_dir: Path) -> int:
 
 # --- normal end --------------------------------------------------------------------------------
 
+
 def test_ok_drill(run_cli, sessions, assert_events_valid):
     proc, job_dir = run_drill(run_cli, sessions, *FAST)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -96,10 +97,12 @@ def test_ok_drill(run_cli, sessions, assert_events_valid):
 
 # --- crashes -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGSEGV"])
 def test_signal_crash_is_named(run_cli, sessions, assert_events_valid, sig):
-    proc, job_dir = run_drill(run_cli, sessions, "drill.steps=10", "drill.rate=200",
-                              "drill.crash_signal=%s" % sig, "drill.crash_after=3")
+    proc, job_dir = run_drill(
+        run_cli, sessions, "drill.steps=10", "drill.rate=200", "drill.crash_signal=%s" % sig, "drill.crash_after=3"
+    )
     assert proc.returncode == 1
     status = job_status(job_dir)
     assert status.state == "crashed"
@@ -111,13 +114,15 @@ def test_signal_crash_is_named(run_cli, sessions, assert_events_valid, sig):
     assert_events_valid(job_dir)
 
 
-@pytest.mark.parametrize("exit_code, state, reason", [
-    (0, "failed", "exited 0 without a finished event"),
-    (3, "crashed", "exit code 3 without a finished event"),
-])
+@pytest.mark.parametrize(
+    "exit_code, state, reason",
+    [
+        (0, "failed", "exited 0 without a finished event"),
+        (3, "crashed", "exit code 3 without a finished event"),
+    ],
+)
 def test_exit_without_finished_is_not_ok(run_cli, sessions, assert_events_valid, exit_code, state, reason):
-    proc, job_dir = run_drill(run_cli, sessions, *FAST, "drill.no_finished=true",
-                              "drill.exit_code=%d" % exit_code)
+    proc, job_dir = run_drill(run_cli, sessions, *FAST, "drill.no_finished=true", "drill.exit_code=%d" % exit_code)
     assert proc.returncode == 1
     status = job_status(job_dir)
     assert (status.state, status.reason.split(" after ")[0]) == (state, reason), status.label()
@@ -128,14 +133,19 @@ def test_exit_without_finished_is_not_ok(run_cli, sessions, assert_events_valid,
 
 # --- hangs: stall watchdog and time limit -------------------------------------------------------
 
-@pytest.mark.parametrize("limits, state, flag", [
-    (("limits.stall_s=1",), "stalled", "stalled"),
-    (("limits.job_timeout_s=1", "limits.stall_s=0"), "timed-out", "timed_out"),
-])
+
+@pytest.mark.parametrize(
+    "limits, state, flag",
+    [
+        (("limits.stall_s=1",), "stalled", "stalled"),
+        (("limits.job_timeout_s=1", "limits.stall_s=0"), "timed-out", "timed_out"),
+    ],
+)
 def test_hang_stops_the_whole_group(run_cli, sessions, wait_for, assert_events_valid, limits, state, flag):
     t0 = time.monotonic()
-    proc, job_dir = run_drill(run_cli, sessions, "drill.steps=2", "drill.rate=200", "drill.hang=true",
-                              *QUICK_STOP, *limits)
+    proc, job_dir = run_drill(
+        run_cli, sessions, "drill.steps=2", "drill.rate=200", "drill.hang=true", *QUICK_STOP, *limits
+    )
     elapsed_s = time.monotonic() - t0
     assert proc.returncode == 1
     status = job_status(job_dir)
@@ -160,6 +170,7 @@ def test_slow_but_steady_job_is_not_stalled(run_cli, sessions):
 
 # --- cancel ------------------------------------------------------------------------------------
 
+
 def test_cancel_running_job(run_cli, sessions, wait_for, assert_events_valid):
     job_dir = start_detached(run_cli, sessions, "drill.steps=400", "drill.rate=40")
     wait_for(lambda: step_count(job_dir) >= 2, 10, what="two steps")
@@ -181,8 +192,9 @@ def test_cancel_running_job(run_cli, sessions, wait_for, assert_events_valid):
 
 def test_cancel_escalates_to_sigkill_after_grace(run_cli, sessions, wait_for, assert_events_valid):
     grace_s = 1.0
-    job_dir = start_detached(run_cli, sessions, "drill.steps=1", "drill.hang=true", "drill.ignore_term=true",
-                             "limits.grace_s=%s" % grace_s)
+    job_dir = start_detached(
+        run_cli, sessions, "drill.steps=1", "drill.hang=true", "drill.ignore_term=true", "limits.grace_s=%s" % grace_s
+    )
     wait_for(lambda: (job_dir / "child.pid").exists(), 10, what="the drill to hang")
     t_cancel = time.time()
     assert JobRunner.cancel(job_dir) is True
@@ -200,6 +212,7 @@ def test_cancel_escalates_to_sigkill_after_grace(run_cli, sessions, wait_for, as
 
 
 # --- damaged event files -----------------------------------------------------------------------
+
 
 def test_garbage_line_is_shown_not_fatal(run_cli, sessions):
     proc, job_dir = run_drill(run_cli, sessions, *FAST, "drill.garbage=true")
@@ -237,16 +250,31 @@ def test_torn_last_line_waits_and_job_is_not_ok(run_cli, sessions):
 
 # --- detached jobs outlive their launcher ------------------------------------------------------
 
+
 @pytest.mark.parametrize("detach", [True, False], ids=["detach", "foreground"])
 def test_job_survives_its_launcher_being_killed(sessions, wait_for, assert_events_valid, detach):
-    argv = [sys.executable, "-m", "workbench", "run", "drill", "--sessions", str(sessions),
-            *sets("drill.steps=30", "drill.rate=20"), *(["--detach"] if detach else [])]
+    argv = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "run",
+        "drill",
+        "--sessions",
+        str(sessions),
+        *sets("drill.steps=30", "drill.rate=20"),
+        *(["--detach"] if detach else []),
+    ]
     # Own process group, same session as the test: killing that group must not reach the job.
-    launcher = subprocess.Popen(argv, cwd=str(PROJECT_ROOT), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, process_group=0)
+    launcher = subprocess.Popen(
+        argv,
+        cwd=str(PROJECT_ROOT),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        process_group=0,
+    )
     try:
-        pids_path = wait_for(lambda: next(iter(sessions.glob("*/jobs/*/pids.json")), None), 10,
-                             what="the job to start")
+        pids_path = wait_for(lambda: next(iter(sessions.glob("*/jobs/*/pids.json")), None), 10, what="the job to start")
         job_dir = pids_path.parent
         wait_for(lambda: step_count(job_dir) >= 1, 10, what="a first step")
         assert not (job_dir / "exit.json").exists(), "the job ended before the launcher was killed"
@@ -266,6 +294,7 @@ def test_job_survives_its_launcher_being_killed(sessions, wait_for, assert_event
 
 
 # --- device lock -------------------------------------------------------------------------------
+
 
 def test_second_device_job_is_refused_naming_the_holder(run_cli, sessions, wait_for, assert_events_valid):
     first = start_detached(run_cli, sessions, "drill.device=true", "drill.steps=400", "drill.rate=40")
@@ -292,15 +321,17 @@ def test_second_device_job_is_refused_naming_the_holder(run_cli, sessions, wait_
     assert_events_valid(first)
 
 
-def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for, assert_events_valid,
-                                                   private_lock_dir):
+def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for, assert_events_valid, private_lock_dir):
     first = start_detached(run_cli, sessions, "drill.device=true", "drill.steps=400", "drill.rate=40")
     wait_for(lambda: step_count(first) >= 1, 10, what="the holder to run")
     pids = read_json(first / "pids.json")
     os.kill(pids["supervisor"], signal.SIGKILL)
     os.killpg(pids["pgid"], signal.SIGKILL)
-    wait_for(lambda: not pid_running(pids["supervisor"]) and not live_group_members(pids["pgid"]), 5,
-             what="the holder to die")
+    wait_for(
+        lambda: not pid_running(pids["supervisor"]) and not live_group_members(pids["pgid"]),
+        5,
+        what="the holder to die",
+    )
     locks = list(private_lock_dir.iterdir())
     assert len(locks) == 1 and "/drill-001 (pid" in locks[0].read_text()  # the stale file is still there
     assert not (first / "exit.json").exists()
@@ -313,8 +344,8 @@ def test_stale_lock_of_killed_holder_does_not_block(run_cli, sessions, wait_for,
 
 
 def test_align_locks_both_paths_devices(tmp_path):
-    from workbench.config import defaults
-    from workbench.runner import device_targets, effective_config
+    from workbench.config.layers import defaults
+    from workbench.run.runner import device_targets, effective_config
 
     cfg = defaults()
     cfg["device"]["target"] = "CPU"

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from tests.jobs.test_supervisor import live_group_members, pid_running, sets, start_detached, step_count
-from workbench.atomic import read_json, write_json
-from workbench.runner import JobRunner
-from workbench.session import job_status
+from workbench.run.runner import JobRunner
+from workbench.session.store import job_status
+from workbench.system.atomic import read_json, write_json
 
 GRACE_S = 1.0
 
@@ -37,16 +37,20 @@ def lock_is_free(*lock_dirs: Path) -> bool:
 
 
 def test_job_dies_with_its_killed_supervisor(run_cli, sessions, wait_for, private_lock_dir):
-    job_dir = start_detached(run_cli, sessions, "drill.device=true", "drill.steps=1", "drill.hang=true",
-                             "limits.grace_s=%s" % GRACE_S)
+    job_dir = start_detached(
+        run_cli, sessions, "drill.device=true", "drill.steps=1", "drill.hang=true", "limits.grace_s=%s" % GRACE_S
+    )
     wait_for(lambda: (job_dir / "child.pid").exists(), 10, what="the drill to hang")
     pids = read_json(job_dir / "pids.json")
     grandchild = int((job_dir / "child.pid").read_text())
     assert not lock_is_free(private_lock_dir, sessions / ".locks")
     t_kill = time.monotonic()
     os.kill(pids["supervisor"], signal.SIGKILL)  # as the OOM killer would
-    wait_for(lambda: not pid_running(pids["job"]) and not pid_running(grandchild)
-             and not live_group_members(pids["pgid"]), GRACE_S + 1, what="the orphaned job to die")
+    wait_for(
+        lambda: not pid_running(pids["job"]) and not pid_running(grandchild) and not live_group_members(pids["pgid"]),
+        GRACE_S + 1,
+        what="the orphaned job to die",
+    )
     assert lock_is_free(private_lock_dir, sessions / ".locks")
     assert time.monotonic() - t_kill <= GRACE_S + 1
     assert not (job_dir / "exit.json").exists()
@@ -56,8 +60,7 @@ def test_job_dies_with_its_killed_supervisor(run_cli, sessions, wait_for, privat
     proc = run_cli("sessions", "--json", "--sessions", sessions, timeout=30)
     job = json.loads(proc.stdout)[0]["jobs"][0]
     assert job["status"] == "crashed" and job["reason"].startswith("supervisor lost ("), job
-    proc = run_cli("watch", str(job_dir.parent.parent.name) + "/" + job_dir.name, "--sessions", sessions,
-                   timeout=30)
+    proc = run_cli("watch", str(job_dir.parent.parent.name) + "/" + job_dir.name, "--sessions", sessions, timeout=30)
     assert proc.returncode == 1 and "crashed: supervisor lost (" in proc.stdout
     # The device is free for the next job at once.
     proc = run_cli("run", "drill", "--sessions", sessions, *sets("drill.device=true", "drill.steps=2"), timeout=30)
@@ -68,9 +71,17 @@ def test_cancel_without_supervisor_escalates_to_sigkill(tmp_path, wait_for):
     """A group whose supervisor is gone and which ignores SIGTERM is SIGKILLed after limits.grace_s."""
     job_dir = tmp_path / "drill-001"
     job_dir.mkdir()
-    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, threading\n"
-                                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
-                                 "threading.Event().wait()"], stdout=subprocess.PIPE, process_group=0)
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, threading\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+            "threading.Event().wait()",
+        ],
+        stdout=subprocess.PIPE,
+        process_group=0,
+    )
     try:
         assert stubborn.stdout.readline() == b"ready\n"
         dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import assert_events_valid, run_cli
 from tests.fixtures.sessions import variants
-from workbench.protocol import read_all
+from workbench.events.protocol import read_all
 
 
 def test_testing_a_cancelled_runs_checkpoint_says_so(tmp_path):
@@ -15,8 +15,17 @@ def test_testing_a_cancelled_runs_checkpoint_says_so(tmp_path):
     variants.edit_events(train, lambda ev: ev.update(status="cancelled") if ev["type"] == "finished" else None)
     exit_path = train / "exit.json"
     exit_path.write_text(json.dumps(dict(json.loads(exit_path.read_text()), cancelled=True)))
-    proc = run_cli("run", "test", "--sessions", tmp_path / "sessions", "--session", session.name,
-                   "--set", "test.from=train-001", timeout=300)
+    proc = run_cli(
+        "run",
+        "test",
+        "--sessions",
+        tmp_path / "sessions",
+        "--session",
+        session.name,
+        "--set",
+        "test.from=train-001",
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     job = session / "jobs" / "test-002"
     events = read_all(str(job / "events.jsonl"))

@@ -15,22 +15,28 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from jobs.datafeed import SYNTHETIC_SEED
+from jobs.common.datafeed import SYNTHETIC_SEED
 from tests.conftest import assert_events_valid, run_cli, wait_for
 from tests.jobs.jobpython import expected_read_back, expected_set_with
-from workbench.atomic import read_json
-from workbench.data import stratified_split, synthetic_fashion
-from workbench.metrics import weighted_mean
-from workbench.protocol import read_all
-from workbench.record import expand_steps
-from workbench.runner import JobRunner
+from workbench.analysis.metrics import weighted_mean
+from workbench.data.split import stratified_split
+from workbench.data.synthetic import synthetic_fashion
+from workbench.events.protocol import read_all
+from workbench.events.steps import expand_steps
+from workbench.run.runner import JobRunner
+from workbench.system.atomic import read_json
 
 # find_spec, not import: this process must never load MindSpore (jobs are its children).
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
 # 2000 synthetic images -> 1800 train / 200 val; batch 64 gives 28 full batches + a tail of 8.
-SYNTH = ["data.source=synthetic", "data.synthetic_train=2000", "data.synthetic_test=300",
-         "train.val_limit=200", "train.warmup_steps=2"]
+SYNTH = [
+    "data.source=synthetic",
+    "data.synthetic_train=2000",
+    "data.synthetic_test=300",
+    "train.val_limit=200",
+    "train.warmup_steps=2",
+]
 JOB_TIMEOUT_S = 120
 
 
@@ -89,7 +95,9 @@ def finished(job_dir: Path) -> Dict[str, Any]:
     """The job's finished event."""
     found = events(job_dir, "finished")
     assert found, "%s: no finished event; stderr tail:\n%s" % (
-        job_dir.name, (job_dir / "stderr.log").read_text()[-3000:])
+        job_dir.name,
+        (job_dir / "stderr.log").read_text()[-3000:],
+    )
     return found[-1]
 
 
@@ -189,8 +197,11 @@ def test_resume_at_epoch_boundary_reproduces_the_losses_exactly(jobs, straight):
 
 def test_cancel_saves_a_mid_epoch_state_that_resumes_exactly(jobs, straight):
     job = jobs.run("train", *SYNTH, "train.epochs=2", "train.mode=pynative", detach=True)
-    wait_for(lambda: any(e["global_step"] >= 3 for e in events(job, "step")),
-             timeout_s=60, what="three steps of %s" % job.name)
+    wait_for(
+        lambda: any(e["global_step"] >= 3 for e in events(job, "step")),
+        timeout_s=60,
+        what="three steps of %s" % job.name,
+    )
     assert JobRunner.cancel(job)
     assert JobRunner.wait(job, timeout_s=60)
     fin = finished(job)
@@ -205,7 +216,7 @@ def test_cancel_saves_a_mid_epoch_state_that_resumes_exactly(jobs, straight):
     assert finished(resumed)["status"] == "ok", finished(resumed)
     want = [s["loss"] for s in events(straight, "step")]
     got = [s["loss"] for s in events(resumed, "step")]
-    assert got == want[state["global_step"]:]
+    assert got == want[state["global_step"] :]
     # The interrupted epoch's loss includes the steps before the cancel, weighted as usual.
     assert events(resumed, "epoch")[-1]["train_loss"] == events(straight, "epoch")[-1]["train_loss"]
 
@@ -227,8 +238,9 @@ def test_test_set_evaluation_is_counted(jobs, straight):
     summary = events(first, "result")[0]["summary"]
     assert summary["from"] == straight.name and summary["test_evaluations"] == 1
     conf = np.array(summary["confusion"])
-    assert conf.sum() == 300 and np.array_equal(conf.sum(axis=1), np.bincount(
-        synthetic_fashion(2000, 300, SYNTHETIC_SEED).test_labels, minlength=10))
+    assert conf.sum() == 300 and np.array_equal(
+        conf.sum(axis=1), np.bincount(synthetic_fashion(2000, 300, SYNTHETIC_SEED).test_labels, minlength=10)
+    )
     assert summary["accuracy"] == pytest.approx(np.trace(conf) / 300)
     assert check(first, "test-evaluations")["status"] == "observed-pass"
     assert check(first, "checkpoint")["status"] == "observed-pass"

@@ -10,15 +10,22 @@ import pytest
 
 from tests.conftest import assert_events_valid, run_cli
 from tests.jobs.jobpython import job_mindspore
-from workbench.record import expand_steps
-from workbench.atomic import sha256_file
-from workbench.protocol import read_all
+from workbench.events.protocol import read_all
+from workbench.events.steps import expand_steps
+from workbench.system.atomic import sha256_file
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 
 # 1800 synthetic training images at batch 64: 28 full steps and a tail of 8, one epoch.
-SETS = ["data.source=synthetic", "data.synthetic_train=2000", "data.synthetic_test=300", "train.val_limit=200",
-        "train.warmup_steps=3", "train.epochs=1", "train.profile.steps=6"]
+SETS = [
+    "data.source=synthetic",
+    "data.synthetic_train=2000",
+    "data.synthetic_test=300",
+    "train.val_limit=200",
+    "train.warmup_steps=3",
+    "train.epochs=1",
+    "train.profile.steps=6",
+]
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +101,7 @@ def test_device_activity_is_not_run_on_cpu_after_warmup(job):
     activity = [e for e in evs if e["type"] == "check" and e["id"] == "device-activity"]
     assert len(activity) == 1 and activity[0]["status"] == "not-run"
     assert activity[0]["evidence"]["when"]["after_global_step"] == 4  # compile + 3 warm-up steps
-    seq_of_first_profiled = next(e["seq"] for e in evs if e["type"] == "steps"
-                                 and "profiled" in [s["phase"] for s in expand_steps(e)])
+    seq_of_first_profiled = next(
+        e["seq"] for e in evs if e["type"] == "steps" and "profiled" in [s["phase"] for s in expand_steps(e)]
+    )
     assert activity[0]["seq"] < seq_of_first_profiled  # sampled before the window opened

@@ -11,9 +11,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Optional
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+]
 
 
 def chromium_path() -> Optional[str]:
@@ -28,8 +37,11 @@ class Browser:
         self.profile_dir = Path(profile_dir)
         exe = chromium_path()
         assert exe, "no chromium"
-        self.proc = subprocess.Popen([exe] + FLAGS + ["--user-data-dir=%s" % self.profile_dir, "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [exe] + FLAGS + ["--user-data-dir=%s" % self.profile_dir, "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def debug_port(self, timeout_s: float = 30.0) -> int:
         """The DevTools port chromium picked (it writes it into the profile)."""

@@ -53,6 +53,10 @@ def drew_its_model(screen) -> bool:
 async def settled(pilot, timeout_s: float = 20.0) -> None:
     """Wait until the app read every event on disk and the visible screen drew what its model holds."""
     app = pilot.app
-    await until(pilot, lambda: read_everything(app) and drew_its_model(app.screen), timeout_s,
-                what="the %s screen to draw every event on disk" % getattr(app, "current_mode", "current"))
+    await until(
+        pilot,
+        lambda: read_everything(app) and drew_its_model(app.screen),
+        timeout_s,
+        what="the %s screen to draw every event on disk" % getattr(app, "current_mode", "current"),
+    )
     await pilot.wait_for_scheduled_animations()

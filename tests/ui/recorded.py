@@ -11,16 +11,26 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 from rich.console import Console
 
 from tests.ui.conftest import read_everything, until  # noqa: F401  (until: imported from here by tests)
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 
-OK_EXIT = {"returncode": 0, "signal": None, "duration_s": 1.0, "timed_out": False, "stalled": False,
-           "cancelled": False, "refused": None, "started_at": 0.0, "ended_at": 1.0}
+OK_EXIT = {
+    "returncode": 0,
+    "signal": None,
+    "duration_s": 1.0,
+    "timed_out": False,
+    "stalled": False,
+    "cancelled": False,
+    "refused": None,
+    "started_at": 0.0,
+    "ended_at": 1.0,
+}
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "events"
 
 
-def make_recorded_session(root: Path, jobs: Iterable[Tuple[str, str, Any, Optional[Dict[str, Any]]]],
-                          cfg: Optional[Dict[str, Any]] = None) -> str:
+def make_recorded_session(
+    root: Path, jobs: Iterable[Tuple[str, str, Any, Optional[Dict[str, Any]]]], cfg: Optional[Dict[str, Any]] = None
+) -> str:
     """Create a session whose jobs replay recorded events: (jid, kind, events_path_or_lines, exit_or_None).
 
     exit None means "still running" is not representable (no live process): pass OK_EXIT or a failure.
@@ -30,9 +40,17 @@ def make_recorded_session(root: Path, jobs: Iterable[Tuple[str, str, Any, Option
     for n, (jid, kind, events, exit_record) in enumerate(jobs):
         job_dir = store.root / sid / "jobs" / jid
         (job_dir / "artifacts").mkdir(parents=True)
-        spec = {"jid": jid, "kind": kind, "session": sid, "created": 1_700_000_000.0 + n, "argv": [],
-                "command": ["ms-workbench", "run", kind], "version": "0.1.0", "python": "python3",
-                "device": {"requested": "auto", "resolved": "CPU", "id": 0, "why": "auto: recorded"}}
+        spec = {
+            "jid": jid,
+            "kind": kind,
+            "session": sid,
+            "created": 1_700_000_000.0 + n,
+            "argv": [],
+            "command": ["ms-workbench", "run", kind],
+            "version": "0.1.0",
+            "python": "python3",
+            "device": {"requested": "auto", "resolved": "CPU", "id": 0, "why": "auto: recorded"},
+        }
         (job_dir / "job.json").write_text(json.dumps(spec))
         (job_dir / "config.json").write_text(json.dumps(cfg or defaults()))
         if isinstance(events, (str, Path)):

@@ -13,10 +13,10 @@ from screens.app import WorkbenchApp
 from screens.widgets.acceptance_table import AcceptanceTable
 from tests.fixtures.sessions import variants
 from tests.ui.recorded import until, wait_ingested
-from workbench.acceptance import evaluate
-from workbench.config import defaults
-from workbench.session import SessionStore
-from workbench.session_fold import fold_session
+from workbench.acceptance.verdict import evaluate
+from workbench.config.layers import defaults
+from workbench.fold.session import fold_session
+from workbench.session.store import SessionStore
 
 
 class TableApp(App):
@@ -51,9 +51,11 @@ def _device_blocked(tmp_path):
 
 
 VARIANTS = {"all-pass-cpu": _all_pass, "task-failed": _one_failed, "device-blocked": _device_blocked}
-VERDICTS = {"all-pass-cpu": ["observed-pass", "observed-pass", "not-run"],
-            "task-failed": ["observed-fail", "observed-pass", "not-run"],
-            "device-blocked": ["observed-pass", "observed-pass", "blocked"]}
+VERDICTS = {
+    "all-pass-cpu": ["observed-pass", "observed-pass", "not-run"],
+    "task-failed": ["observed-fail", "observed-pass", "not-run"],
+    "device-blocked": ["observed-pass", "observed-pass", "blocked"],
+}
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -81,8 +83,11 @@ async def test_the_session_screen_opens_with_the_acceptance_accept_computes(tmp_
         await pilot.press("6")
         await wait_ingested(pilot, app)
         table = app.screen.query_one("#acceptance", AcceptanceTable)
-        await until(pilot, lambda: table.acceptance is not None and table.acceptance["layers"] == expected["layers"],
-                    what="the Session screen's acceptance to equal evaluate() on the session folder")
+        await until(
+            pilot,
+            lambda: table.acceptance is not None and table.acceptance["layers"] == expected["layers"],
+            what="the Session screen's acceptance to equal evaluate() on the session folder",
+        )
         assert table.region.y <= 2  # the first thing under the header
         text = _plain(table)
         assert "BLOCKED" in text and "device" in text

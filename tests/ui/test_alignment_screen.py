@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from textual.widgets import DataTable, Input
 
@@ -10,10 +9,10 @@ from screens.app import WorkbenchApp
 from tests.conftest import assert_events_valid
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
-from workbench.atomic import read_json
-from workbench.config import defaults
-from workbench.runner import JobRunner
-from workbench.session import SessionStore, job_status
+from workbench.config.layers import defaults
+from workbench.run.runner import JobRunner
+from workbench.session.store import SessionStore, job_status
+from workbench.system.atomic import read_json
 
 SID = "20240101-000000-a1a1"
 FAILED_EXIT = dict(OK_EXIT, returncode=1)
@@ -26,7 +25,7 @@ RECORDED = {
 
 def _app(tmp_path, monkeypatch, name: str) -> WorkbenchApp:
     """The app on a session replaying one recorded align job (fixed session id for stable snapshots)."""
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     events, exit_record = RECORDED[name]
     sid = make_recorded_session(tmp_path, [("align-001", "align", FIXTURES / events, exit_record)])
     return WorkbenchApp(SessionStore(tmp_path), sid, defaults())
@@ -40,12 +39,15 @@ async def _show_alignment(pilot) -> None:
     await settled(pilot)
 
 
-@pytest.mark.parametrize("name,size", [
-    pytest.param("pass", (120, 36), id="pass-120x36"),
-    pytest.param("fail", (120, 36), id="first-failure-120x36"),
-    pytest.param("fail", (80, 24), id="first-failure-80x24"),
-    pytest.param("blocked", (120, 36), id="blocked-120x36"),
-])
+@pytest.mark.parametrize(
+    "name,size",
+    [
+        pytest.param("pass", (120, 36), id="pass-120x36"),
+        pytest.param("fail", (120, 36), id="first-failure-120x36"),
+        pytest.param("fail", (80, 24), id="first-failure-80x24"),
+        pytest.param("blocked", (120, 36), id="blocked-120x36"),
+    ],
+)
 def test_snapshot(snap_compare, tmp_path, monkeypatch, name, size):
     assert snap_compare(_app(tmp_path, monkeypatch, name), terminal_size=size, run_before=_show_alignment)
 

@@ -3,9 +3,9 @@
 from screens.app import QuitScreen, WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import until
-from workbench.config import defaults
-from workbench.runner import JobRunner
-from workbench.session import SessionStore, job_status
+from workbench.config.layers import defaults
+from workbench.run.runner import JobRunner
+from workbench.session.store import SessionStore, job_status
 
 MODES = ["environment", "data", "training", "alignment", "export", "session"]
 

@@ -15,11 +15,11 @@ from screens.app import WorkbenchApp
 from screens.widgets.status_bar import StatusBar
 from tests.ui.conftest import drew_its_model, settled, until
 from tests.ui.test_screen_states import KEYS, SCREENS, _cfg, _FrozenClock, _session
-from workbench.config import defaults
-from workbench.protocol import EventReader, decode_line
-from workbench.record import JobRecord
-from workbench.session import SessionStore
-from workbench.textlog import format_event
+from workbench.config.layers import defaults
+from workbench.events.protocol import EventReader, decode_line
+from workbench.events.text import format_event
+from workbench.fold.record import JobRecord
+from workbench.session.store import SessionStore
 from workbench.views.session import RECENT_EVENTS
 
 SLICE_BYTES = 64 * 1024
@@ -66,11 +66,23 @@ def _one_shot(job_dir: Path) -> JobRecord:
 
 
 def _facts(record: JobRecord) -> dict:
-    return {"events": record.events, "lines": record.lines, "types": dict(record.type_counts),
-            "steps_seen": record.steps_seen, "main_steps": record.steps.count, "loss": list(record.steps.loss),
-            "epochs": record.epochs, "checks": record.check_facts(), "results": record.results,
-            "finished": record.finished, "perf": record.perf, "artifacts": record.artifacts,
-            "last_t": record.last_t, "damaged": record.damaged, "seq_problems": record.seq_problems}
+    return {
+        "events": record.events,
+        "lines": record.lines,
+        "types": dict(record.type_counts),
+        "steps_seen": record.steps_seen,
+        "main_steps": record.steps.count,
+        "loss": list(record.steps.loss),
+        "epochs": record.epochs,
+        "checks": record.check_facts(),
+        "results": record.results,
+        "finished": record.finished,
+        "perf": record.perf,
+        "artifacts": record.artifacts,
+        "last_t": record.last_t,
+        "damaged": record.damaged,
+        "seq_problems": record.seq_problems,
+    }
 
 
 async def test_the_screen_paints_before_a_big_backlog_is_read_then_catches_up_to_the_one_shot_record(tmp_path):
@@ -113,9 +125,10 @@ def _screen_text(app: WorkbenchApp) -> str:
 
 @pytest.mark.parametrize("state", ["done", "failed"])
 @pytest.mark.parametrize("screen", SCREENS)
-async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_after(tmp_path, monkeypatch, screen,
-                                                                                   state):
-    monkeypatch.setattr("workbench.session.time", _FrozenClock)
+async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_after(
+    tmp_path, monkeypatch, screen, state
+):
+    monkeypatch.setattr("workbench.session.store.time", _FrozenClock)
     sid = _session(tmp_path, state)
     store = SessionStore(tmp_path)
     after = WorkbenchApp(store, sid, _cfg())  # lands on the default screen, reads everything, then shows `screen`

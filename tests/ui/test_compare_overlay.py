@@ -10,8 +10,8 @@ import pytest
 from screens.app import WorkbenchApp
 from screens.compare_overlay import CompareOverlay, RunPicker, curve_chart
 from tests.ui.recorded import until, wait_ingested
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
 SID = "20261201-141656-3875"
@@ -30,8 +30,9 @@ async def open_overlay(pilot, app) -> CompareOverlay:
     await pilot.press("c")
     await until(pilot, lambda: isinstance(app.screen, RunPicker), what="the run picker")
     await pilot.press("enter")
-    await until(pilot, lambda: isinstance(app.screen, CompareOverlay) and app.screen.result is not None,
-                what="the comparison")
+    await until(
+        pilot, lambda: isinstance(app.screen, CompareOverlay) and app.screen.result is not None, what="the comparison"
+    )
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()  # no delay: until the overlay has processed its pending messages (drawn)
     return app.screen
@@ -65,8 +66,9 @@ async def test_overlay_compares_the_followed_run_with_the_picked_one(tmp_path):
 
 
 def test_curve_chart_marks_both_series_and_their_overlap():
-    text = curve_chart({"a": {"x": [0.0, 1.0], "y": [1.0, 0.0]}, "b": {"x": [0.0, 1.0], "y": [1.0, 0.5]}},
-                       width=30, rows=5, plain=True).plain
+    text = curve_chart(
+        {"a": {"x": [0.0, 1.0], "y": [1.0, 0.0]}, "b": {"x": [0.0, 1.0], "y": [1.0, 0.5]}}, width=30, rows=5, plain=True
+    ).plain
     assert "#" in text and "a" in text.split("\n")[-2] and "b" in text
     assert "epoch 0" in text and text.splitlines()[0].strip().startswith("1.000")
 
@@ -74,8 +76,8 @@ def test_curve_chart_marks_both_series_and_their_overlap():
 def _with_imported_record(tmp_path) -> Path:
     """The compare fixture session, plus the recorded board session exported and imported beside it."""
     from tests.fixtures.sessions.recorded import copy_recorded
-    from workbench.recordimport import import_record
-    from workbench.report.export import export_session
+    from workbench.record.importing import import_record
+    from workbench.record.write import export_session
 
     source = tmp_path / "board"
     board_sid = copy_recorded(source)
@@ -85,8 +87,8 @@ def _with_imported_record(tmp_path) -> Path:
 
 
 async def test_an_imported_run_can_be_picked_and_its_session_is_marked(tmp_path):
-    from tests.fixtures.sessions.recorded import SID as BOARD_SID
     from screens.widgets.status_bar import StatusBar
+    from tests.fixtures.sessions.recorded import SID as BOARD_SID
 
     app = _app(tmp_path)
     _with_imported_record(tmp_path)
@@ -99,12 +101,18 @@ async def test_an_imported_run_can_be_picked_and_its_session_is_marked(tmp_path)
         assert labels[0].startswith("%s/train-001" % SID) and "(this session)" in labels[0]
         assert labels[1].startswith("%s/train-001" % BOARD_SID) and "imported from devboard-01" in labels[1]
         await pilot.press("down", "enter")
-        await until(pilot, lambda: isinstance(app.screen, CompareOverlay) and app.screen.result is not None,
-                    what="the comparison")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, CompareOverlay) and app.screen.result is not None,
+            what="the comparison",
+        )
         assert app.screen.result["b"]["imported"] and app.screen.result["b"]["session"] == BOARD_SID
 
     board = WorkbenchApp(SessionStore(tmp_path / "sessions"), BOARD_SID, defaults())
     async with board.run_test(size=(120, 30)) as pilot:
         await pilot.press("6")
-        await until(pilot, lambda: "imported from devboard-01" in str(board.screen.query_one(StatusBar)._text),
-                    what="the imported mark in the status bar")
+        await until(
+            pilot,
+            lambda: "imported from devboard-01" in str(board.screen.query_one(StatusBar)._text),
+            what="the imported mark in the status bar",
+        )

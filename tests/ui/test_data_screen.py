@@ -13,9 +13,9 @@ from screens.app import WorkbenchApp
 from screens.widgets.pixels import ASCII_RAMP, UPPER_HALF, HalfBlockImage, ascii_lines, half_block_lines
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
-from workbench.config import defaults
-from workbench.protocol import validate_file
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.events.protocol import validate_file
+from workbench.session.store import SessionStore
 from workbench.views.data import read_preview
 
 FIXED_SID = "20250101-000000-data"  # the status bar shows the session id: keep snapshots stable
@@ -33,8 +33,9 @@ def recorded_app(root: Path, name: str, exit_record=OK_EXIT) -> WorkbenchApp:
     sid = make_recorded_session(root, [("data-001", "data", FIXTURES / (name + ".jsonl"), exit_record)], config())
     (root / sid).rename(root / FIXED_SID)
     info = json.loads((root / FIXED_SID / "session.json").read_text())
-    (root / FIXED_SID / "session.json").write_text(json.dumps(dict(info, id=FIXED_SID, created=0.0, host="host",
-                                                                   user="user")))
+    (root / FIXED_SID / "session.json").write_text(
+        json.dumps(dict(info, id=FIXED_SID, created=0.0, host="host", user="user"))
+    )
     preview = FIXTURES / (name + "_preview.npz")
     if preview.exists():
         shutil.copyfile(str(preview), str(root / FIXED_SID / "jobs" / "data-001" / "artifacts" / "preview.npz"))

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from screens.widgets.device_panel import DevicePanel, panel_text
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES
-from workbench.record import JobRecord
+from workbench.fold.record import JobRecord
 
 SAMPLES = [json.loads(line) for line in (FIXTURES / "device_samples_310p3.jsonl").read_text().splitlines()]
 
@@ -35,20 +35,42 @@ class PanelApp(App):
 def folded(events):
     """The record's device series after folding the events (what the view hands the panel)."""
     record = JobRecord("train-001")
-    record.ingest([{"v": 1, "seq": 0, "t": 1700000099.0, "type": "started", "kind": "train", "pid": 1,
-                    "python": "python3", "argv": [], "version": "0", "device": {"target": "Ascend", "id": 1}}] + events)
+    record.ingest(
+        [
+            {
+                "v": 1,
+                "seq": 0,
+                "t": 1700000099.0,
+                "type": "started",
+                "kind": "train",
+                "pid": 1,
+                "python": "python3",
+                "argv": [],
+                "version": "0",
+                "device": {"target": "Ascend", "id": 1},
+            }
+        ]
+        + events
+    )
     return record.device_samples
 
 
-@pytest.mark.parametrize("name,samples,target", [("ascend-24-samples", SAMPLES, "Ascend"),
-                                                 ("ascend-first-sample", SAMPLES[:1], "Ascend"),
-                                                 ("ascend-waiting", [], "Ascend"),
-                                                 ("cpu-not-run", [], "CPU")])
+@pytest.mark.parametrize(
+    "name,samples,target",
+    [
+        ("ascend-24-samples", SAMPLES, "Ascend"),
+        ("ascend-first-sample", SAMPLES[:1], "Ascend"),
+        ("ascend-waiting", [], "Ascend"),
+        ("cpu-not-run", [], "CPU"),
+    ],
+)
 def test_snapshot(snap_compare, name, samples, target):
     async def show(pilot):
         await settled(pilot)
-    assert snap_compare(PanelApp(folded(samples) if samples else deque(), target), terminal_size=(72, 7),
-                        run_before=show)
+
+    assert snap_compare(
+        PanelApp(folded(samples) if samples else deque(), target), terminal_size=(72, 7), run_before=show
+    )
 
 
 def test_cpu_says_not_run_and_draws_nothing():

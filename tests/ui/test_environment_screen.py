@@ -11,10 +11,10 @@ from textual.widgets import DataTable, Static
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
-from workbench.atomic import read_json
-from workbench.config import defaults
-from workbench.runner import JobRunner
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.run.runner import JobRunner
+from workbench.session.store import SessionStore
+from workbench.system.atomic import read_json
 
 SID = "20240101-000000-e1e1"
 FAILED_EXIT = dict(OK_EXIT, returncode=1)
@@ -28,7 +28,7 @@ RECORDED = {
 
 def _app(tmp_path, monkeypatch, name: str, cfg=None) -> WorkbenchApp:
     """The app on a session replaying one recorded env job (fixed session id for stable snapshots)."""
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     events, exit_record = RECORDED[name]
     sid = make_recorded_session(tmp_path, [("env-001", "env", FIXTURES / events, exit_record)])
     return WorkbenchApp(SessionStore(tmp_path), sid, cfg or defaults())
@@ -38,8 +38,11 @@ async def _show(pilot, select=None) -> None:
     await pilot.press("1")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["environment"]
-    await until(pilot, lambda: view.status and view.status != "running" and pilot.app.screen._rendered == view.version,
-                timeout_s=30)
+    await until(
+        pilot,
+        lambda: view.status and view.status != "running" and pilot.app.screen._rendered == view.version,
+        timeout_s=30,
+    )
     if select:
         pilot.app.screen.select_check(select)
     await settled(pilot)
@@ -56,14 +59,17 @@ def _detail_text(app) -> str:
     return _text(app, "#env-detail")
 
 
-@pytest.mark.parametrize("name,size,select", [
-    pytest.param("cpu-pass", (120, 36), None, id="cpu-all-pass-120x36"),
-    pytest.param("cpu-pass", (80, 24), None, id="cpu-all-pass-80x24"),
-    pytest.param("910a-warning", (120, 36), None, id="ascend-910a-warning-120x36"),
-    pytest.param("npu-smi-failing", (120, 36), None, id="npu-smi-failing-120x36"),
-    pytest.param("ascend-blocked", (120, 36), "probe-add-fp32", id="ascend-blocked-probe-120x36"),
-    pytest.param("ascend-blocked", (80, 24), "probe-add-fp32", id="ascend-blocked-probe-80x24"),
-])
+@pytest.mark.parametrize(
+    "name,size,select",
+    [
+        pytest.param("cpu-pass", (120, 36), None, id="cpu-all-pass-120x36"),
+        pytest.param("cpu-pass", (80, 24), None, id="cpu-all-pass-80x24"),
+        pytest.param("910a-warning", (120, 36), None, id="ascend-910a-warning-120x36"),
+        pytest.param("npu-smi-failing", (120, 36), None, id="npu-smi-failing-120x36"),
+        pytest.param("ascend-blocked", (120, 36), "probe-add-fp32", id="ascend-blocked-probe-120x36"),
+        pytest.param("ascend-blocked", (80, 24), "probe-add-fp32", id="ascend-blocked-probe-80x24"),
+    ],
+)
 def test_snapshot(snap_compare, tmp_path, monkeypatch, name, size, select):
     async def run_before(pilot):
         await _show(pilot, select)
@@ -167,7 +173,7 @@ async def test_chip_table_shows_each_die_and_the_mcu_of_a_two_die_card(tmp_path,
         if ev["type"] == "result":
             ev["summary"]["cards"] = [card]
         lines.append(ev)
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     sid = make_recorded_session(tmp_path / "sessions", [("env-001", "env", lines, OK_EXIT)])
     app = WorkbenchApp(SessionStore(tmp_path / "sessions"), sid, defaults())
     async with app.run_test(size=(120, 48)) as pilot:

@@ -10,12 +10,12 @@ from textual.widgets import DataTable, Select, TextArea
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
-from workbench.atomic import read_json
-from workbench.config import defaults
-from workbench.protocol import EventReader, read_all
-from workbench.runner import JobRunner
-from workbench.session import JobStatus, SessionStore, job_status
-from workbench.tracker import TrackedJob
+from workbench.config.layers import defaults
+from workbench.events.protocol import EventReader, read_all
+from workbench.fold.tracker import TrackedJob
+from workbench.run.runner import JobRunner
+from workbench.session.store import JobStatus, SessionStore, job_status
+from workbench.system.atomic import read_json
 from workbench.views.export import FRESH, default_choice, export_overrides, train_choices
 
 SID = "20240101-000000-e5e5"
@@ -29,7 +29,7 @@ RECORDED = {
 
 def _app(tmp_path, monkeypatch, name: str, with_export: bool = True) -> WorkbenchApp:
     """The app on a session with a recorded train job and (optionally) one recorded export job."""
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     jobs = [TRAIN]
     if with_export:
         events, exit_record = RECORDED[name]
@@ -60,8 +60,16 @@ async def test_all_passing_export_lists_checks_and_full_hashes(tmp_path, monkeyp
         assert view.state == "ok"
         table = app.screen.query_one("#ex-checks", DataTable)
         ids = [str(ev["id"]) for ev in view.load_checks()]
-        assert ids == ["ckpt-reload", "mindir-export", "mindir-load", "mindir-b64", "mindir-b1", "mindir-b32",
-                       "lite-cpu", "lite-target"]
+        assert ids == [
+            "ckpt-reload",
+            "mindir-export",
+            "mindir-load",
+            "mindir-b64",
+            "mindir-b1",
+            "mindir-b32",
+            "lite-cpu",
+            "lite-target",
+        ]
         assert table.row_count == len(ids)
         verdicts = [str(table.get_row_at(i)[2]) for i in range(table.row_count)]
         assert verdicts == ["PASS"] * 6 + ["NOT RUN"] * 2
@@ -124,11 +132,19 @@ async def test_r_runs_an_export_from_the_picked_training_job(tmp_path, monkeypat
 
 def test_picker_offers_train_jobs_newest_first_and_defaults_to_the_latest_ok_one(tmp_path):
     def job(jid: str, kind: str, state: str) -> TrackedJob:
-        return TrackedJob(tmp_path / jid, {"kind": kind}, EventReader(str(tmp_path / jid / "events.jsonl")),
-                          JobStatus(state, "", None))
+        return TrackedJob(
+            tmp_path / jid,
+            {"kind": kind},
+            EventReader(str(tmp_path / jid / "events.jsonl")),
+            JobStatus(state, "", None),
+        )
 
-    jobs = [job("train-001", "train", "ok"), job("data-001", "data", "ok"), job("train-002", "train", "ok"),
-            job("train-003", "train", "failed")]
+    jobs = [
+        job("train-001", "train", "ok"),
+        job("data-001", "data", "ok"),
+        job("train-002", "train", "ok"),
+        job("train-003", "train", "failed"),
+    ]
     assert [value for _, value in train_choices(jobs)] == ["train-003", "train-002", "train-001", FRESH]
     assert default_choice(jobs) == "train-002"
     assert default_choice([job("train-001", "train", "failed")]) == FRESH

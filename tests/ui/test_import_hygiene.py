@@ -5,12 +5,14 @@ import subprocess
 import sys
 
 # Every module of a package, found by walking it (no hand-kept list); __main__ would run the CLI.
-WALK = ("import pkgutil, importlib\n"
-        "def walk(package):\n"
-        "    pkg = importlib.import_module(package)\n"
-        "    for info in pkgutil.walk_packages(pkg.__path__, package + '.'):\n"
-        "        if not info.name.endswith('__main__'):\n"
-        "            yield info.name\n")
+WALK = (
+    "import pkgutil, importlib\n"
+    "def walk(package):\n"
+    "    pkg = importlib.import_module(package)\n"
+    "    for info in pkgutil.walk_packages(pkg.__path__, package + '.'):\n"
+    "        if not info.name.endswith('__main__'):\n"
+    "            yield info.name\n"
+)
 
 
 def _run(code: str):
@@ -22,31 +24,35 @@ def _run(code: str):
 def test_app_and_screens_do_not_import_mindspore():
     code = WALK + (
         "import sys, json\n"
-        "import workbench.cli\n"
+        "import workbench.cli.main\n"
         "names = list(walk('screens'))\n"
         "for m in names: importlib.import_module(m)\n"
-        "print(json.dumps([len(names), sorted(k for k in sys.modules if k.split('.')[0] in ('mindspore', 'jobs'))]))\n")
+        "print(json.dumps([len(names), sorted(k for k in sys.modules if k.split('.')[0] in ('mindspore', 'jobs'))]))\n"
+    )
     count, loaded = _run(code)
     assert count >= 10  # the app, six screens, the widgets: the walk found them
     assert loaded == []
 
 
 def test_the_core_does_not_import_the_ui():
-    """Every workbench module but the entry point (workbench.cli) imports without textual, rich or screens."""
+    """Every workbench module but the entry point (workbench.cli.main) imports without textual, rich or screens."""
     code = WALK + (
         "import sys, json\n"
-        "names = [m for m in walk('workbench') if m != 'workbench.cli']\n"
+        "names = [m for m in walk('workbench') if m != 'workbench.cli.main']\n"
         "for m in names: importlib.import_module(m)\n"
         "print(json.dumps([len(names), sorted({k.split('.')[0] for k in sys.modules} & "
-        "{'textual', 'rich', 'screens', 'jobs', 'mindspore'})]))\n")
+        "{'textual', 'rich', 'screens', 'jobs', 'mindspore'})]))\n"
+    )
     count, loaded = _run(code)
     assert count >= 30
     assert loaded == []
 
 
 def test_jobs_kit_does_not_import_ui():
-    code = ("import sys, json\nimport workbench.jobkit, workbench.protocol, workbench.metrics\n"
-            "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'rich', 'yaml'))))\n")
+    code = (
+        "import sys, json\nimport workbench.jobkit.context, workbench.events.protocol, workbench.analysis.metrics\n"
+        "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'rich', 'yaml'))))\n"
+    )
     assert _run(code) == []
 
 
@@ -56,15 +62,16 @@ def test_the_first_screen_starts_without_numpy_or_mindspore():
         "import asyncio, json, sys, tempfile\n"
         "from screens.app import WorkbenchApp\n"
         "from tests.ui.conftest import settled\n"
-        "from workbench.config import defaults\n"
-        "from workbench.session import SessionStore\n"
+        "from workbench.config.layers import defaults\n"
+        "from workbench.session.store import SessionStore\n"
         "async def start():\n"
         "    app = WorkbenchApp(SessionStore(tempfile.mkdtemp()), None, defaults())\n"
         "    async with app.run_test(size=(120, 36)) as pilot:\n"
         "        await settled(pilot)\n"
         "        return type(app.screen).__name__\n"
         "shown = asyncio.run(start())\n"
-        "print(json.dumps([shown, sorted({k.split('.')[0] for k in sys.modules} & {'numpy', 'mindspore'})]))\n")
+        "print(json.dumps([shown, sorted({k.split('.')[0] for k in sys.modules} & {'numpy', 'mindspore'})]))\n"
+    )
     shown, loaded = _run(code)
     assert shown == "EnvironmentScreen"
     assert loaded == []

@@ -9,8 +9,8 @@ from typing import List
 
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 
 BUILT: List[str] = []
 
@@ -19,6 +19,7 @@ def _counted(mode: str, make):
     def build():
         BUILT.append(mode)
         return make()
+
     return build
 
 

@@ -12,7 +12,7 @@ from screens.commands import WorkbenchCommands
 from screens.dialogs import ConfirmScreen, QuitScreen
 from tests.ui.recorded import mark_running, text_of, until, wait_ingested
 from tests.ui.test_screen_states import _cfg, _session
-from workbench.session import SessionStore
+from workbench.session.store import SessionStore
 
 
 def _app(root, state: str, running_train: bool = False) -> WorkbenchApp:
@@ -21,7 +21,6 @@ def _app(root, state: str, running_train: bool = False) -> WorkbenchApp:
         (root / sid / "jobs" / "train-001" / "exit.json").unlink()
         mark_running(root / sid / "jobs" / "train-001")
     return WorkbenchApp(SessionStore(root), sid, _cfg())
-
 
 
 async def test_form_fields_are_labelled_and_checked_by_the_config_rules(tmp_path):
@@ -154,8 +153,11 @@ async def test_small_terminal_one_key_per_pane_after_a_resize(tmp_path):
         assert "best: epoch 1" in text_of(app, "#summary") and "newest: epoch 2" in text_of(app, "#summary")
         for key, shown in (("e", "#epochs"), ("m", "#matrix"), ("k", "#perclass"), ("u", "#curves")):
             await pilot.press(key)
-            await until(pilot, lambda: app.screen.query_one(shown).display and app.screen.query_one(shown).size.height,
-                        what="%s after %s" % (shown, key))
+            await until(
+                pilot,
+                lambda: app.screen.query_one(shown).display and app.screen.query_one(shown).size.height,
+                what="%s after %s" % (shown, key),
+            )
         footer = [key for key, b in app.screen.active_bindings.items() if b.binding.show]
         assert footer[:7] == ["1", "2", "3", "4", "5", "6", "q"]  # first, so 80 columns never cut them
 
@@ -166,13 +168,23 @@ async def test_palette_has_the_workbench_actions(tmp_path):
         await pilot.press("3")
         provider = WorkbenchCommands(app.screen)
         titles = [title for title, _, _ in provider.commands()]
-        for wanted in ("Start the Training job", "Stop the Training job", "Evaluate on the test set", "Profile run",
-                       "Export the session record", "Switch to Session", "Toggle low bandwidth"):
+        for wanted in (
+            "Start the Training job",
+            "Stop the Training job",
+            "Evaluate on the test set",
+            "Profile run",
+            "Export the session record",
+            "Switch to Session",
+            "Toggle low bandwidth",
+        ):
             assert wanted in titles
         await pilot.press("ctrl+p")
         await pilot.press(*"switch to session")
-        await until(pilot, lambda: any(c.option_count for c in app.screen.query(CommandList)),
-                    what="the palette to list the matching command")
+        await until(
+            pilot,
+            lambda: any(c.option_count for c in app.screen.query(CommandList)),
+            what="the palette to list the matching command",
+        )
         await pilot.press("enter")
         await until(pilot, lambda: app.current_mode == "session", what="the palette to switch screens")
 
@@ -191,8 +203,14 @@ async def test_session_table_cuts_long_statuses_and_quit_text_fits_64_columns(tm
     busy = _app(tmp_path / "busy", "running")
     async with busy.run_test(size=(64, 24)) as pilot:
         await pilot.press("q")
-        await until(pilot, lambda: isinstance(busy.screen, QuitScreen) and all(
-            label.size.width > 0 for label in busy.screen.query("Label")), what="the quit dialog laid out")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(busy.screen, QuitScreen)
+                and all(label.size.width > 0 for label in busy.screen.query("Label"))
+            ),
+            what="the quit dialog laid out",
+        )
         shown = " ".join(str(label.render()) for label in busy.screen.query("Label"))
         widths = [label.size.width for label in busy.screen.query("Label")]
         assert all(0 < w <= 60 for w in widths) and "or stop them?" in shown

@@ -16,13 +16,13 @@ from pathlib import Path
 from screens.app import WorkbenchApp
 from tests.conftest import PROJECT_ROOT, cli_env
 from tests.ui.recorded import until
-from workbench.atomic import write_json
-from workbench.childproc import pid_running
-from workbench.cli import build_parser
-from workbench.config import defaults
-from workbench.protocol import validate_file
-from workbench.runner import JobRunner
-from workbench.session import SessionStore, job_status
+from workbench.cli.main import build_parser
+from workbench.config.layers import defaults
+from workbench.events.protocol import validate_file
+from workbench.run.runner import JobRunner
+from workbench.session.store import SessionStore, job_status
+from workbench.system.atomic import write_json
+from workbench.system.childproc import pid_running
 
 
 def _lines(path: Path) -> int:
@@ -30,8 +30,17 @@ def _lines(path: Path) -> int:
 
 
 def _detached_drill(run_cli, sessions, steps, rate):
-    proc = run_cli("run", "drill", "--detach", "--sessions", sessions, "--set", "drill.steps=%d" % steps,
-                   "--set", "drill.rate=%s" % rate)
+    proc = run_cli(
+        "run",
+        "drill",
+        "--detach",
+        "--sessions",
+        sessions,
+        "--set",
+        "drill.steps=%d" % steps,
+        "--set",
+        "drill.rate=%s" % rate,
+    )
     assert proc.returncode == 0, proc.stderr
     job_dir = Path(proc.stdout.strip())
     return job_dir, job_dir.parent.parent.name
@@ -44,8 +53,9 @@ async def test_reopened_app_has_the_whole_history_follows_on_and_two_apps_agree(
     try:
         first = WorkbenchApp(store, sid, defaults())
         async with first.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: first.events_ingested >= 20, timeout_s=20,
-                        what="the first app to ingest 20 events")
+            await until(
+                pilot, lambda: first.events_ingested >= 20, timeout_s=20, what="the first app to ingest 20 events"
+            )
         assert job_status(job_dir).state == "running"  # closing the app left the job alone
 
         second, third = WorkbenchApp(store, sid, defaults()), WorkbenchApp(store, sid, defaults())
@@ -53,17 +63,30 @@ async def test_reopened_app_has_the_whole_history_follows_on_and_two_apps_agree(
             rows = [app.views["session"].rows for app in (second, third)]
             on_disk = _lines(events)
             for pilot, row in ((pilot2, rows[0]), (pilot3, rows[1])):
-                await until(pilot, lambda: job_dir.name in row and row[job_dir.name].events >= on_disk,
-                            timeout_s=20, what="the reopened app to replay the %d events written so far" % on_disk)
+                await until(
+                    pilot,
+                    lambda: job_dir.name in row and row[job_dir.name].events >= on_disk,
+                    timeout_s=20,
+                    what="the reopened app to replay the %d events written so far" % on_disk,
+                )
             seen = rows[0][job_dir.name].events
-            await until(pilot2, lambda: rows[0][job_dir.name].events >= seen + 20, timeout_s=20,
-                        what="new events to arrive")
+            await until(
+                pilot2, lambda: rows[0][job_dir.name].events >= seen + 20, timeout_s=20, what="new events to arrive"
+            )
             assert job_status(job_dir).state == "running"
-            await until(pilot2, lambda: all(r[job_dir.name].state == "ok" for r in rows), timeout_s=30,
-                        what="the job to end ok in both apps")
+            await until(
+                pilot2,
+                lambda: all(r[job_dir.name].state == "ok" for r in rows),
+                timeout_s=30,
+                what="the job to end ok in both apps",
+            )
             total = _lines(events)
-            await until(pilot3, lambda: all(r[job_dir.name].events == total for r in rows),
-                        timeout_s=20, what="both apps to hold every event")
+            await until(
+                pilot3,
+                lambda: all(r[job_dir.name].events == total for r in rows),
+                timeout_s=20,
+                what="both apps to hold every event",
+            )
         assert total == 1 + 400 + 2
         assert validate_file(str(events)) == []  # seq contiguous from 0, every line valid
     finally:
@@ -79,8 +102,9 @@ def _tmux(sock: str, *args: str, check: bool = True) -> subprocess.CompletedProc
     conf = Path("/tmp/%s.conf" % sock)
     if not conf.exists():
         conf.write_text(TMUX_CONF)
-    return subprocess.run(["tmux", "-L", sock, "-f", str(conf)] + list(args), capture_output=True, text=True,
-                          timeout=30, check=check)
+    return subprocess.run(
+        ["tmux", "-L", sock, "-f", str(conf)] + list(args), capture_output=True, text=True, timeout=30, check=check
+    )
 
 
 def _children(pid: int):
@@ -101,9 +125,16 @@ def test_sigkill_of_the_attached_tui_does_not_touch_the_job(run_cli, sessions, w
     env = cli_env({"TEXTUAL_ANIMATIONS": "none"})
     # COLUMNS/LINES exported by the pane's shell would override the terminal's real size (shutil reads
     # them first). The shell stays after the TUI dies, so that its exit status can be read.
-    command = "cd %s && env -u COLUMNS -u LINES PYTHONPATH=%s %s -m workbench --sessions %s attach %s; echo TUI-EXITED $?; sleep 60" % (
-        shlex.quote(str(PROJECT_ROOT)), shlex.quote(env["PYTHONPATH"]), shlex.quote(sys.executable),
-        shlex.quote(str(sessions)), sid)
+    command = (
+        "cd %s && env -u COLUMNS -u LINES PYTHONPATH=%s %s -m workbench --sessions %s attach %s; echo TUI-EXITED $?; sleep 60"
+        % (
+            shlex.quote(str(PROJECT_ROOT)),
+            shlex.quote(env["PYTHONPATH"]),
+            shlex.quote(sys.executable),
+            shlex.quote(str(sessions)),
+            sid,
+        )
+    )
     capture = lambda: _tmux(sock, "capture-pane", "-p", "-t", "tui", check=False).stdout  # noqa: E731
 
     last = {"screen": ""}
@@ -189,9 +220,14 @@ def test_serve_binds_to_loopback_by_default(run_cli, sessions, wait_for):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "workbench", "--sessions", str(sessions), "serve",
-                               "--port", str(port)], cwd=str(PROJECT_ROOT), env=cli_env(),
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "--sessions", str(sessions), "serve", "--port", str(port)],
+        cwd=str(PROJECT_ROOT),
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         page = wait_for(lambda: _get("http://127.0.0.1:%d/" % port), 30, what="the server to answer")
         assert "ms-workbench" in page
@@ -225,6 +261,6 @@ def _listening(port: int):
                 if width == 8:
                     found.append(socket.inet_ntoa(bytes.fromhex(addr)[::-1]))
                 else:
-                    raw = b"".join(bytes.fromhex(addr[i:i + 8])[::-1] for i in range(0, 32, 8))
+                    raw = b"".join(bytes.fromhex(addr[i : i + 8])[::-1] for i in range(0, 32, 8))
                     found.append(socket.inet_ntop(socket.AF_INET6, raw))
     return found

@@ -7,9 +7,9 @@ from textual.binding import Binding
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import make_recorded_session, mark_running, until
-from workbench.config import defaults
-from workbench.protocol import encode
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.events.protocol import encode
+from workbench.session.store import SessionStore
 
 
 class ProbeApp(WorkbenchApp):
@@ -25,14 +25,37 @@ class ProbeApp(WorkbenchApp):
 def _append_steps(path, start, n):
     with open(path, "a") as fh:
         for i in range(start, start + n):
-            fh.write(encode({"v": 1, "seq": i, "t": 0.0, "type": "step", "epoch": 1, "step": i + 1,
-                             "loss": 1.0 / (i + 1), "step_ms": 2.0, "batch_size": 64}))
+            fh.write(
+                encode(
+                    {
+                        "v": 1,
+                        "seq": i,
+                        "t": 0.0,
+                        "type": "step",
+                        "epoch": 1,
+                        "step": i + 1,
+                        "loss": 1.0 / (i + 1),
+                        "step_ms": 2.0,
+                        "batch_size": 64,
+                    }
+                )
+            )
 
 
 def _running_train(tmp_path):
     """A session whose train-001 is running and has written only its `started` line: (sid, events file)."""
-    started = {"v": 1, "seq": 0, "t": 0.0, "type": "started", "kind": "train", "pid": 1, "python": "p",
-               "argv": [], "version": "0.1.0", "device": {"requested": "CPU", "resolved": "CPU", "id": 0}}
+    started = {
+        "v": 1,
+        "seq": 0,
+        "t": 0.0,
+        "type": "started",
+        "kind": "train",
+        "pid": 1,
+        "python": "p",
+        "argv": [],
+        "version": "0.1.0",
+        "device": {"requested": "CPU", "resolved": "CPU", "id": 0},
+    }
     sid = make_recorded_session(tmp_path, [("train-001", "train", [started], None)])
     events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
     mark_running(events.parent)

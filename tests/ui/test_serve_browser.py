@@ -12,16 +12,19 @@ import pytest
 from tests.conftest import cli_argv, cli_env
 from tests.ui.browser import Browser, Page, chromium_path
 
-pytestmark = pytest.mark.skipif(chromium_path() is None,
-                                reason="no chromium here (Debian: apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(
+    chromium_path() is None, reason="no chromium here (Debian: apt-get install -y chromium)"
+)
 aiohttp = pytest.importorskip("aiohttp", reason="aiohttp comes with textual-serve")
 pytest.importorskip("textual_serve", reason="textual-serve is not installed (ms-workbench[serve])")
 
 # Milliseconds since the page's HTML arrived (the server's own latency on a loaded machine is not the page's).
 SINCE_LOADED_JS = "performance.now() - (performance.timing.responseEnd - performance.timing.navigationStart)"
-STATE_JS = ("!document.body ? 'blank' : document.body.classList.contains('-first-byte') ? 'app' : "
-            "((document.getElementById('starting') || {}).innerText || '').includes('starting') ? 'starting' : "
-            "(document.body.innerText.trim() ? 'splash' : 'blank')")
+STATE_JS = (
+    "!document.body ? 'blank' : document.body.classList.contains('-first-byte') ? 'app' : "
+    "((document.getElementById('starting') || {}).innerText || '').includes('starting') ? 'starting' : "
+    "(document.body.innerText.trim() ? 'splash' : 'blank')"
+)
 
 
 def _free_port() -> int:
@@ -63,9 +66,13 @@ async def _watch(ws_url: str, url: str) -> list:
 
 def test_page_says_starting_within_2s_then_shows_the_app(tmp_path):
     port = _free_port()
-    serve = subprocess.Popen(cli_argv("--sessions", tmp_path / "sessions", "serve", "--host", "127.0.0.1",
-                                      "--port", port), env=cli_env(), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    serve = subprocess.Popen(
+        cli_argv("--sessions", tmp_path / "sessions", "serve", "--host", "127.0.0.1", "--port", port),
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     browser = None
     try:
         _wait_listening(port, serve)
@@ -82,5 +89,7 @@ def test_page_says_starting_within_2s_then_shows_the_app(tmp_path):
     assert first in ("starting", "app"), "the page first showed %r at %.2f s" % (first, first_t)
     assert since_loaded_ms < 2000, "%r only %.0f ms after the page loaded" % (first, since_loaded_ms)
     assert seen[-1][1] == "app", "the app never replaced the starting page: %s" % seen[-3:]
-    print("starting page %.0f ms after the HTML arrived (%.2f s after navigating), app at %.2f s" % (
-        since_loaded_ms, first_t, seen[-1][0]))
+    print(
+        "starting page %.0f ms after the HTML arrived (%.2f s after navigating), app at %.2f s"
+        % (since_loaded_ms, first_t, seen[-1][0])
+    )

@@ -15,31 +15,58 @@ from textual.widgets import Static
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import OK_EXIT, make_recorded_session, until, wait_ingested
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 
 SID = "20240101-000000-5e55"
 DEVICE = {"requested": "auto", "resolved": "CPU", "id": 0, "why": "auto: recorded"}
 
 
 def _drill(n_steps: int, finished: bool):
-    events = [{"v": 1, "seq": 0, "t": 1.7e9, "type": "started", "kind": "drill", "pid": 4242, "python": "python3",
-               "argv": [], "version": "0.1.0", "device": DEVICE, "mode": "drill"}]
+    events = [
+        {
+            "v": 1,
+            "seq": 0,
+            "t": 1.7e9,
+            "type": "started",
+            "kind": "drill",
+            "pid": 4242,
+            "python": "python3",
+            "argv": [],
+            "version": "0.1.0",
+            "device": DEVICE,
+            "mode": "drill",
+        }
+    ]
     for i in range(n_steps):
-        events.append({"v": 1, "seq": 1 + i, "t": 1.7e9 + i, "type": "step", "epoch": 1, "step": i + 1,
-                       "loss": 1.0 / (i + 1), "step_ms": 10.0, "batch_size": 64})
+        events.append(
+            {
+                "v": 1,
+                "seq": 1 + i,
+                "t": 1.7e9 + i,
+                "type": "step",
+                "epoch": 1,
+                "step": i + 1,
+                "loss": 1.0 / (i + 1),
+                "step_ms": 10.0,
+                "batch_size": 64,
+            }
+        )
     if finished:
-        events.append({"v": 1, "seq": 1 + n_steps, "t": 1.7e9 + n_steps, "type": "finished", "status": "ok",
-                       "error": None})
+        events.append(
+            {"v": 1, "seq": 1 + n_steps, "t": 1.7e9 + n_steps, "type": "finished", "status": "ok", "error": None}
+        )
     return events
 
 
 @pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
 def test_snapshot(snap_compare, tmp_path, monkeypatch, size):
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     crashed = dict(OK_EXIT, returncode=-11, signal="SIGSEGV", duration_s=41.0)
-    sid = make_recorded_session(tmp_path, [("drill-001", "drill", _drill(100, True), OK_EXIT),
-                                           ("drill-002", "drill", _drill(40, False), crashed)])
+    sid = make_recorded_session(
+        tmp_path,
+        [("drill-001", "drill", _drill(100, True), OK_EXIT), ("drill-002", "drill", _drill(40, False), crashed)],
+    )
     app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
 
     async def show(pilot):
@@ -60,7 +87,11 @@ def unwritable(folder: Path):
         finally:
             folder.chmod(0o755)
         return
-    made = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True) if shutil.which("chattr") else None
+    made = (
+        subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
+        if shutil.which("chattr")
+        else None
+    )
     if made is None or made.returncode != 0:
         pytest.skip("running as root without chattr +i here: no way to make a folder unwritable")
     try:
@@ -82,8 +113,12 @@ async def test_export_key_writes_the_record_with_screenshots(tmp_path):
         await until(pilot, lambda: "drill-001" in app.views["session"].rows, what="the job listed")
         assert not app.screen.query_one("#export-status").display  # hidden until an export: snapshots unchanged
         await pilot.press("e")
-        await until(pilot, lambda: "session record written to" in _export_status(app), timeout_s=180,
-                    what="the export to finish")
+        await until(
+            pilot,
+            lambda: "session record written to" in _export_status(app),
+            timeout_s=180,
+            what="the export to finish",
+        )
         out = tmp_path / sid / "export"
         assert str(out) in _export_status(app)
         shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
@@ -100,8 +135,12 @@ async def test_a_failing_export_is_shown_and_the_app_stays_up(tmp_path):
             await pilot.press("6")
             await until(pilot, lambda: "drill-001" in app.views["session"].rows, what="the job listed")
             await pilot.press("e")
-            await until(pilot, lambda: "session export failed" in _export_status(app), timeout_s=60,
-                        what="the failure on the screen")
+            await until(
+                pilot,
+                lambda: "session export failed" in _export_status(app),
+                timeout_s=60,
+                what="the failure on the screen",
+            )
             status = _export_status(app)
             assert "PermissionError" in status and str(session_dir) in status  # what failed, and where
             assert "(writing the record to %s)" % (session_dir / "export") in status

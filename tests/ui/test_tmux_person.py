@@ -19,14 +19,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT, cli_env
-from workbench.atomic import read_json
-from workbench.runner import JobRunner
-from workbench.session import job_status
+from workbench.run.runner import JobRunner
+from workbench.session.store import job_status
+from workbench.system.atomic import read_json
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="no tmux here (apt-get install -y tmux)")
 
-TINY = ["data.source=synthetic", "data.synthetic_train=200", "data.synthetic_test=20", "train.train_limit=128",
-        "train.val_limit=64", "train.warmup_steps=2", "device.target=CPU"]
+TINY = [
+    "data.source=synthetic",
+    "data.synthetic_train=200",
+    "data.synthetic_test=20",
+    "train.train_limit=128",
+    "train.val_limit=64",
+    "train.warmup_steps=2",
+    "device.target=CPU",
+]
 
 
 class Terminal:
@@ -38,15 +45,24 @@ class Terminal:
 
     def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run a tmux command on this private server."""
-        return subprocess.run(["tmux", "-L", self.sock, "-f", str(self.conf)] + list(args), capture_output=True,
-                              text=True, timeout=30, check=check)
+        return subprocess.run(
+            ["tmux", "-L", self.sock, "-f", str(self.conf)] + list(args),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=check,
+        )
 
     def open(self, name: str, size: str, argv: str) -> None:
         """A new window running the TUI (COLUMNS/LINES unset: the pane's size is the terminal's)."""
         width, height = size.split("x")
         env = cli_env({"TEXTUAL_ANIMATIONS": "none"})
         command = "cd %s && env -u COLUMNS -u LINES PYTHONPATH=%s %s -m workbench %s; echo TUI-EXITED $?; sleep 60" % (
-            shlex.quote(str(PROJECT_ROOT)), shlex.quote(env["PYTHONPATH"]), shlex.quote(sys.executable), argv)
+            shlex.quote(str(PROJECT_ROOT)),
+            shlex.quote(env["PYTHONPATH"]),
+            shlex.quote(sys.executable),
+            argv,
+        )
         self.tmux("new-session", "-d", "-x", width, "-y", height, "-s", name, command)
         self.name = name
 

@@ -7,8 +7,15 @@ from workbench.views.training import TrainingView
 def _view(n_epochs, best_epoch):
     view = TrainingView()
     for e in range(1, n_epochs + 1):
-        view.epochs.append({"epoch": e, "train_loss": 1.0 / e, "epoch_s": 2.0, "is_best": e == best_epoch,
-                            "val": {"accuracy": 0.8, "macro_f1": 0.8}})
+        view.epochs.append(
+            {
+                "epoch": e,
+                "train_loss": 1.0 / e,
+                "epoch_s": 2.0,
+                "is_best": e == best_epoch,
+                "val": {"accuracy": 0.8, "macro_f1": 0.8},
+            }
+        )
     return view
 
 

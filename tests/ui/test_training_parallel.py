@@ -15,8 +15,8 @@ from screens.app import WorkbenchApp
 from screens.training import rank_rows
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 from workbench.views.training import TrainingView
 
 OK_EVENTS = FIXTURES / "train_parallel.jsonl"
@@ -88,7 +88,7 @@ def test_slowest_rank_is_highlighted_and_plain_mode_uses_reverse():
     for plain, style in ((False, "bold red"), (True, "reverse")):
         (label, ranks), _ = rank_rows(view, plain)
         assert label == "per rank"
-        styled = [ranks.plain[s.start:s.end] for s in ranks.spans if str(s.style) == style]
+        styled = [ranks.plain[s.start : s.end] for s in ranks.spans if str(s.style) == style]
         assert styled == ["r%d %.1f ms" % (slowest, view.rank_step_ms[slowest])]
 
 

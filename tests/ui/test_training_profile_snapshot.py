@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-
 import pytest
 from rich.console import Console
 
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 
 SID = "20240101-000000-7a7a"
 EVENTS = FIXTURES / "train_profile.jsonl"  # recorded by record_train_profile_events.py
 
 
 def _app(tmp_path, monkeypatch) -> WorkbenchApp:
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     sid = make_recorded_session(tmp_path, [("train-001", "train", EVENTS, OK_EXIT)])
     return WorkbenchApp(SessionStore(tmp_path), sid, defaults())
 
@@ -27,8 +26,7 @@ async def _show_profile(pilot) -> None:
     await pilot.press("3")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["training"]
-    await until(pilot, lambda: view.result.get("profile") and pilot.app.screen._rendered == view.version,
-                timeout_s=30)
+    await until(pilot, lambda: view.result.get("profile") and pilot.app.screen._rendered == view.version, timeout_s=30)
     pilot.app.screen.query_one("#profile").scroll_visible(animate=False, top=True)
     await settled(pilot)
 

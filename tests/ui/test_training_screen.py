@@ -10,8 +10,8 @@ import pytest
 from screens.app import WorkbenchApp
 from tests.ui.conftest import settled
 from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
-from workbench.config import defaults
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.session.store import SessionStore
 
 SID = "20240101-000000-7a7a"
 FAILED_EXIT = dict(OK_EXIT, returncode=1)
@@ -30,7 +30,7 @@ def _events(name):
 
 def _app(tmp_path, monkeypatch, state: str) -> WorkbenchApp:
     """The app on a session whose train job is in the given state."""
-    monkeypatch.setattr("workbench.session.new_sid", lambda now=None: SID)
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
     jobs = []
     if state == "finished":
         jobs = [("train-001", "train", FIXTURES / "train_ok.jsonl", OK_EXIT)]
@@ -43,13 +43,22 @@ def _app(tmp_path, monkeypatch, state: str) -> WorkbenchApp:
     sid = make_recorded_session(tmp_path, jobs, cfg=defaults() if state == "failed" else _cfg())
     if state == "mid-epoch":  # a live pid stands for the job, so the job reads as running
         job_dir = tmp_path / sid / "jobs" / "train-001"
-        (job_dir / "pids.json").write_text(json.dumps({"supervisor": os.getpid(), "job": os.getpid(),
-                                                       "pgid": os.getpid()}))
+        (job_dir / "pids.json").write_text(
+            json.dumps({"supervisor": os.getpid(), "job": os.getpid(), "pgid": os.getpid()})
+        )
     return WorkbenchApp(SessionStore(tmp_path), sid, _cfg())
 
 
-@pytest.mark.parametrize("state,size", [("idle", (120, 36)), ("mid-epoch", (120, 36)), ("finished", (120, 36)),
-                                        ("failed", (120, 36)), ("finished", (80, 24))])
+@pytest.mark.parametrize(
+    "state,size",
+    [
+        ("idle", (120, 36)),
+        ("mid-epoch", (120, 36)),
+        ("finished", (120, 36)),
+        ("failed", (120, 36)),
+        ("finished", (80, 24)),
+    ],
+)
 def test_snapshot(snap_compare, tmp_path, monkeypatch, state, size):
     app = _app(tmp_path, monkeypatch, state)
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.sessions import variants
-from workbench.acceptance import CPU_DEVICE_SUMMARY, evaluate
-from workbench.config import defaults
-from workbench.protocol import Evidence
-from workbench.report.collect import collect
-from workbench.session import SessionStore
-from workbench.session_fold import fold_session
+from workbench.acceptance.verdict import CPU_DEVICE_SUMMARY, evaluate
+from workbench.config.layers import defaults
+from workbench.events.protocol import Evidence
+from workbench.fold.session import fold_session
+from workbench.record.collect import collect
+from workbench.session.store import SessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def _row(layer, check):
 
 def test_the_shape_is_the_documented_one(tmp_path):
     acc = _judge(variants.copy_real(tmp_path))
-    assert acc["format"] == "ms-workbench.acceptance/1"
+    assert acc["format"] == "ms-workbench.acceptance.verdict/1"
     assert set(acc["target"]) == {"device", "requested", "why"}
     assert [lay["layer"] for lay in acc["layers"]] == ["task", "framework", "device"]
     for lay in acc["layers"]:
@@ -125,10 +125,13 @@ def test_a_session_without_the_test_evaluation_is_task_not_run_naming_the_comman
     task = _layer(_judge(session), "task")
     assert task["verdict"] == Evidence.NOT_RUN
     assert "test-macro-f1" in task["summary"]
-    assert task["missing"] == [{"what": "the frozen-test evaluation of the best checkpoint (test-macro-f1, "
-                                        "test-evaluations)",
-                                "command": "ms-workbench run test --set test.from=train-001",
-                                "key": "t on the Training screen"}]
+    assert task["missing"] == [
+        {
+            "what": "the frozen-test evaluation of the best checkpoint (test-macro-f1, test-evaluations)",
+            "command": "ms-workbench run test --set test.from=train-001",
+            "key": "t on the Training screen",
+        }
+    ]
 
 
 def test_missing_course_checks_keep_the_framework_layer_from_passing(tmp_path):
@@ -152,8 +155,13 @@ def test_an_export_reload_beyond_its_batch_tolerance_fails(tmp_path):
 def test_accept_json_equals_the_reports_acceptance(tmp_path):
     session = variants.all_pass_on_cpu(tmp_path)
     report = collect(SessionStore(tmp_path), session.name, acceptance=defaults()["acceptance"])
-    out = subprocess.run([sys.executable, "-m", "workbench", "--sessions", str(tmp_path), "accept", "--json"],
-                         cwd=str(ROOT), capture_output=True, text=True, env=_env(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-m", "workbench", "--sessions", str(tmp_path), "accept", "--json"],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+    )
     assert out.returncode == 1, out.stderr  # the default minimums fail this tiny run
     assert json.loads(out.stdout) == json.loads(json.dumps(report["acceptance"]))
 
@@ -178,8 +186,13 @@ def _env(tmp_path):
 
 
 def _accept(root: Path, args):
-    return subprocess.run([sys.executable, "-m", "workbench", "--sessions", str(root), "accept"] + args,
-                          cwd=str(ROOT), capture_output=True, text=True, env=_env(root))
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "--sessions", str(root), "accept"] + args,
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        env=_env(root),
+    )
 
 
 def test_effect_consistency_when_required_compares_the_runs_of_two_devices(tmp_path):
@@ -205,8 +218,9 @@ def test_a_cancelled_training_run_does_not_pass_the_task_layer(tmp_path):
     exit_record = json.loads(exit_path.read_text())
     exit_record.update(cancelled=True)
     exit_path.write_text(json.dumps(exit_record))
-    variants.edit_events(session / "jobs" / "train-001",
-                         lambda ev: ev.update(status="cancelled") if ev["type"] == "finished" else None)
+    variants.edit_events(
+        session / "jobs" / "train-001", lambda ev: ev.update(status="cancelled") if ev["type"] == "finished" else None
+    )
     task = _layer(_judge(session), "task")
     row = _row(task, "val-macro-f1")
     assert row["level"] == Evidence.NOT_RUN and row["detail"].startswith("train-001 cancelled")

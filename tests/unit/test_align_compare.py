@@ -5,27 +5,53 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jobs.align_compare import compare_sides, forward_order, group_of, matched_settings, verdict
-from jobs.align_inputs import choose_batch, path_label
-from workbench.jobkit import JobFailed
+from jobs.align.compare import compare_sides, forward_order, group_of, matched_settings, verdict
+from jobs.align.inputs import choose_batch, path_label
+from workbench.jobkit.context import JobFailed
 from workbench.views.alignment import AlignmentView, formula_lines, hist_rows, num, percent, shape_text
 
-REF_NAMES = ["input", "labels", "layer.0.Flatten", "layer.1.Dense", "logits", "loss", "grad.1.weight",
-             "steps.loss", "after1.1.weight"]
+REF_NAMES = [
+    "input",
+    "labels",
+    "layer.0.Flatten",
+    "layer.1.Dense",
+    "logits",
+    "loss",
+    "grad.1.weight",
+    "steps.loss",
+    "after1.1.weight",
+]
 
 
 def settings(**changes):
-    base = {"preprocessing": "/255", "x_range": [0.0, 1.0], "class_order": ["T-shirt/top", "Trouser"],
-            "loss_reduction": "mean", "state": {"forward": "eval", "loss_grads": "train"}, "seed": 1,
-            "inputs_sha256": "a" * 64, "init_sha256": "b" * 64, "model": {"name": "mlp", "hidden": 16},
-            "optimizer": None}
+    base = {
+        "preprocessing": "/255",
+        "x_range": [0.0, 1.0],
+        "class_order": ["T-shirt/top", "Trouser"],
+        "loss_reduction": "mean",
+        "state": {"forward": "eval", "loss_grads": "train"},
+        "seed": 1,
+        "inputs_sha256": "a" * 64,
+        "init_sha256": "b" * 64,
+        "model": {"name": "mlp", "hidden": 16},
+        "optimizer": None,
+    }
     base.update(changes)
     return base
 
 
 def test_groups_follow_the_forward_pass():
-    assert [group_of(n) for n in REF_NAMES] == ["input", "input", "layer", "layer", "logits", "loss", "grad",
-                                                  "steps", "steps"]
+    assert [group_of(n) for n in REF_NAMES] == [
+        "input",
+        "input",
+        "layer",
+        "layer",
+        "logits",
+        "loss",
+        "grad",
+        "steps",
+        "steps",
+    ]
 
 
 def test_forward_order_keeps_one_sided_names_in_place():
@@ -46,16 +72,19 @@ def test_matched_settings_all_pass_when_equal():
     assert [c["id"] for c in checks][:2] == ["match.preprocessing", "match.input-range"]
 
 
-@pytest.mark.parametrize("key,value,check_id", [
-    ("preprocessing", "/127.5-1", "match.preprocessing"),
-    ("x_range", [0.0, 255.0], "match.input-range"),
-    ("class_order", ["Trouser", "T-shirt/top"], "match.class-order"),
-    ("loss_reduction", "sum", "match.loss-reduction"),
-    ("state", {"forward": "train", "loss_grads": "train"}, "match.state"),
-    ("seed", 2, "match.seed"),
-    ("init_sha256", "c" * 64, "match.init"),
-    ("optimizer", "Adam(lr=0.001, eps=0.0001)", "match.optimizer"),
-])
+@pytest.mark.parametrize(
+    "key,value,check_id",
+    [
+        ("preprocessing", "/127.5-1", "match.preprocessing"),
+        ("x_range", [0.0, 255.0], "match.input-range"),
+        ("class_order", ["Trouser", "T-shirt/top"], "match.class-order"),
+        ("loss_reduction", "sum", "match.loss-reduction"),
+        ("state", {"forward": "train", "loss_grads": "train"}, "match.state"),
+        ("seed", 2, "match.seed"),
+        ("init_sha256", "c" * 64, "match.init"),
+        ("optimizer", "Adam(lr=0.001, eps=0.0001)", "match.optimizer"),
+    ],
+)
 def test_a_mismatched_setting_is_an_observed_fail_naming_both_values(key, value, check_id):
     checks = {c["id"]: c for c in matched_settings(settings(), settings(**{key: value}))}
     assert checks[check_id]["status"] == "observed-fail"
@@ -81,13 +110,19 @@ def test_a_missing_setting_never_passes():
 def _arrays(scale_logits=1.0):
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(6, 10)).astype(np.float32)
-    return {"input": np.linspace(0, 1, 12, dtype=np.float32), "logits": logits * scale_logits,
-            "loss": np.float32(2.3)}
+    return {"input": np.linspace(0, 1, 12, dtype=np.float32), "logits": logits * scale_logits, "loss": np.float32(2.3)}
 
 
 def test_compare_sides_passes_identical_tensors_and_counts_flips():
-    diffs = compare_sides(_arrays(), _arrays(), ["input", "logits", "loss"], ["input", "logits", "loss"],
-                          None, None, labels=[0, 1, 2, 3, 4, 5])
+    diffs = compare_sides(
+        _arrays(),
+        _arrays(),
+        ["input", "logits", "loss"],
+        ["input", "logits", "loss"],
+        None,
+        None,
+        labels=[0, 1, 2, 3, 4, 5],
+    )
     assert [d["name"] for d in diffs] == ["input", "logits", "loss"]
     assert all(d["passed"] and d["max_abs"] == 0.0 for d in diffs)
     assert diffs[1]["flips"]["count"] == 0 and isinstance(diffs[1]["flips"]["count"], int)
@@ -102,8 +137,15 @@ def test_compare_sides_reports_first_failure_one_sided_and_flips():
     cand["logits"] = cand["logits"].copy()
     cand["logits"][2] = -cand["logits"][2]  # sample 2 changes its arg-max
     cand["extra"] = np.ones(3, np.float32)
-    diffs = compare_sides(ref, cand, ["input", "logits", "loss"], ["input", "logits", "loss", "extra"],
-                          None, None, labels=[9, 9, 7, 9, 9, 9])
+    diffs = compare_sides(
+        ref,
+        cand,
+        ["input", "logits", "loss"],
+        ["input", "logits", "loss", "extra"],
+        None,
+        None,
+        labels=[9, 9, 7, 9, 9, 9],
+    )
     logits = diffs[1]
     assert not logits["passed"] and logits["worst_index"][0] == 2
     assert logits["flips"]["count"] == 1
@@ -188,14 +230,17 @@ class _Job:
 def test_view_folds_events_and_resets_on_a_new_job():
     view = AlignmentView()
     job = _Job("align-001")
-    view.ingest(job, [
-        {"type": "started", "reference": "CPU/pynative/fp32", "candidate": "CPU/graph/fp16"},
-        {"type": "check", "id": "side.ref", "status": "observed-pass", "evidence": {}},
-        {"type": "check", "id": "match.seed", "status": "observed-pass"},
-        {"type": "tensor_diff", "name": "input", "passed": True},
-        {"type": "tensor_diff", "name": "logits", "passed": False, "flips": {"n": 4, "count": 1, "pairs": []}},
-        {"type": "tensor_diff", "name": "loss", "passed": False},
-    ])
+    view.ingest(
+        job,
+        [
+            {"type": "started", "reference": "CPU/pynative/fp32", "candidate": "CPU/graph/fp16"},
+            {"type": "check", "id": "side.ref", "status": "observed-pass", "evidence": {}},
+            {"type": "check", "id": "match.seed", "status": "observed-pass"},
+            {"type": "tensor_diff", "name": "input", "passed": True},
+            {"type": "tensor_diff", "name": "logits", "passed": False, "flips": {"n": 4, "count": 1, "pairs": []}},
+            {"type": "tensor_diff", "name": "loss", "passed": False},
+        ],
+    )
     assert view.label("ref") == "CPU/pynative/fp32" and view.side_status("ref") == "observed-pass"
     assert view.first_failure == 1 and view.default_selection() == "logits"
     assert view.flips["count"] == 1 and len(view.matched) == 1
@@ -211,8 +256,9 @@ def test_a_declared_compute_dtype_sets_the_tolerance_and_keeps_the_stored_one():
     cand = {"logits": np.array([[1.0005, 2.0]], np.float32)}  # amp: float16 work, float32 output
     plain = compare_sides(ref, cand, ["logits"], ["logits"], None, None)[0]
     assert plain["rtol"] == 1.3e-6 and not plain["passed"] and "stored_dtype" not in plain
-    declared = compare_sides(ref, cand, ["logits"], ["logits"], None, None,
-                             computed={"ref": {}, "cand": {"logits": "float16"}})[0]
+    declared = compare_sides(
+        ref, cand, ["logits"], ["logits"], None, None, computed={"ref": {}, "cand": {"logits": "float16"}}
+    )[0]
     assert declared["dtype"] == {"ref": "float32", "cand": "float16"}
     assert declared["stored_dtype"] == {"ref": "float32", "cand": "float32"}
     assert declared["rtol"] == 1e-3 and declared["passed"]

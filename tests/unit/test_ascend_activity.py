@@ -7,7 +7,7 @@ import pytest
 from tests.fixtures.ascend_fakes import fixture_text
 from workbench.ascend.activity import activity_verdict, npu_for_device
 from workbench.ascend.npusmi import parse_info
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 B3 = "npu-smi-info_910B3_x8_with_processes.txt"
 WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"

@@ -10,12 +10,21 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.ascend_fakes import (
-    DK_A2_INFO, DOCKER_FIXTURE, SET_ENV_FIXTURE, VERSIONS_800IA2, command_output, container_driver_env, fixture_text,
-    make_fake_ascend_tree, section, transcript_files, write_transcript_files,
+    DK_A2_INFO,
+    DOCKER_FIXTURE,
+    SET_ENV_FIXTURE,
+    VERSIONS_800IA2,
+    command_output,
+    container_driver_env,
+    fixture_text,
+    make_fake_ascend_tree,
+    section,
+    transcript_files,
+    write_transcript_files,
 )
 from workbench.ascend import cann
 from workbench.ascend.npusmi import parse_board, parse_info
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 
 def test_install_info_fixtures():
@@ -26,7 +35,9 @@ def test_install_info_fixtures():
     assert (docker["package_name"], docker["version"]) == ("Ascend-cann-toolkit", "8.0.0")
     assert docker["innerversion"] == "V100R001C20SPC001B251"
     files = dict(transcript_files(fixture_text(VERSIONS_800IA2)))
-    a2 = cann.parse_install_info(files["/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info"])
+    a2 = cann.parse_install_info(
+        files["/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info"]
+    )
     assert a2["version"] == "8.2.RC1"
 
 
@@ -96,15 +107,18 @@ def test_real_pairs_admit_each_other_both_ways(tmp_path, source, driver, firmwar
     assert "driver %s and firmware %s list each other" % (driver, firmware) in verdict["detail"]
 
 
-@pytest.mark.parametrize("a, b, admitted", [
-    ("25.0.rc1.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", True),
-    ("24.1.rc3", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]", True),
-    ("25.5.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", False),
-    ("23.0.rc3", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", True),
-    ("23.0.rc1", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", False),
-    ("6.4.12.1.241", "[6.4.0,6.4.99],[7.0.0,7.7.99]", True),
-    ("7.8.0.6.201", "[7.0.0,7.7.99]", False),
-])
+@pytest.mark.parametrize(
+    "a, b, admitted",
+    [
+        ("25.0.rc1.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", True),
+        ("24.1.rc3", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]", True),
+        ("25.5.1", "[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.],[25.0,25.0.]", False),
+        ("23.0.rc3", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", True),
+        ("23.0.rc1", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", False),
+        ("6.4.12.1.241", "[6.4.0,6.4.99],[7.0.0,7.7.99]", True),
+        ("7.8.0.6.201", "[7.0.0,7.7.99]", False),
+    ],
+)
 def test_ranges_with_open_ended_prefixes(a, b, admitted):
     # "[24.1,24.1.]" (trailing dot) is every 24.1.x release; rcN sorts before the final release.
     assert cann.in_ranges(a, b) is admitted
@@ -134,11 +148,14 @@ def test_only_the_driver_file_with_the_boards_firmware(tmp_path):
     assert "no firmware version.info" in verdict["detail"]
 
 
-@pytest.mark.parametrize("fixture, version, version_from, internal, driver, firmware", [
-    ("8.0.0", "8.0.0", "ascend_toolkit_install.info", "7.6.0.1.220", "24.1.rc3", "7.5.0.1.129"),
-    ("8.2.RC1", "8.2.RC1", "ascend_toolkit_install.info", "8.2.0.0.201", "25.0.rc1.1", "7.7.0.1.231"),
-    ("7.0.RC1", "7.0.RC1", "ascend_toolkit_install.info", None, None, None),
-])
+@pytest.mark.parametrize(
+    "fixture, version, version_from, internal, driver, firmware",
+    [
+        ("8.0.0", "8.0.0", "ascend_toolkit_install.info", "7.6.0.1.220", "24.1.rc3", "7.5.0.1.129"),
+        ("8.2.RC1", "8.2.RC1", "ascend_toolkit_install.info", "8.2.0.0.201", "25.0.rc1.1", "7.7.0.1.231"),
+        ("7.0.RC1", "7.0.RC1", "ascend_toolkit_install.info", None, None, None),
+    ],
+)
 def test_fake_trees_found_through_env(tmp_path, fixture, version, version_from, internal, driver, firmware):
     env = make_fake_ascend_tree(tmp_path, fixture)
     found = cann.find_toolkit(env, str(tmp_path))
@@ -167,15 +184,21 @@ def test_found_without_env_under_usual_root(tmp_path):
     make_fake_ascend_tree(tmp_path, "8.0.0")
     found = cann.find_toolkit({}, str(tmp_path))
     assert found["found"] and found["source"] == "usual" and found["version"] == "8.0.0"
-    assert found["looked_at"][0] == {"path": str(tmp_path / "usr/local/Ascend/ascend-toolkit/latest"),
-                                     "source": "usual", "exists": True}
+    assert found["looked_at"][0] == {
+        "path": str(tmp_path / "usr/local/Ascend/ascend-toolkit/latest"),
+        "source": "usual",
+        "exists": True,
+    }
 
 
 def test_env_pointing_nowhere_is_shown_and_usual_root_used(tmp_path):
     make_fake_ascend_tree(tmp_path, "8.0.0")
     found = cann.find_toolkit({"ASCEND_HOME_PATH": "/opt/gone/latest"}, str(tmp_path))
-    assert found["looked_at"][0] == {"path": str(tmp_path / "opt/gone/latest"), "source": "ASCEND_HOME_PATH",
-                                     "exists": False}
+    assert found["looked_at"][0] == {
+        "path": str(tmp_path / "opt/gone/latest"),
+        "source": "ASCEND_HOME_PATH",
+        "exists": False,
+    }
     assert found["source"] == "usual" and found["version"] == "8.0.0"
 
 
@@ -266,8 +289,9 @@ def test_driver_library_directory_missing_from_the_path_names_where_it_is(tmp_pa
     env["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"].replace(str(driver / "driver") + os.pathsep, "")
     status = cann.set_env_status(env, str(tmp_path))
     assert status["status"] == Evidence.FAIL and not status["sourced"]
-    assert status["missing"] == ["LD_LIBRARY_PATH: libascend_hal.so is in %s, which no LD_LIBRARY_PATH entry names"
-                                 % (driver / "driver")]
+    assert status["missing"] == [
+        "LD_LIBRARY_PATH: libascend_hal.so is in %s, which no LD_LIBRARY_PATH entry names" % (driver / "driver")
+    ]
 
 
 def test_lib64_itself_on_the_path_is_not_where_the_library_is(tmp_path):
@@ -296,7 +320,8 @@ def test_library_a_probe_error_names_is_looked_up(tmp_path):
     env = make_fake_ascend_tree(tmp_path, "8.0.0")
     home = env["ASCEND_HOME_PATH"]
     (tmp_path / home.lstrip("/") if not home.startswith(str(tmp_path)) else Path(home)).joinpath(
-        "lib64", "libge_runner.so").write_bytes(b"")
+        "lib64", "libge_runner.so"
+    ).write_bytes(b"")
     found = cann.libraries_in_error(E2_LINE, env, str(tmp_path))
     assert [lib["name"] for lib in found["libraries"]] == ["libge_runner.so"]
     assert found["unreachable"] == [] and "reachable" in found["detail"]

@@ -60,14 +60,18 @@ def test_real_910b_usages_and_board():
 
 
 def test_a_chip_asked_for_with_c_has_no_chip_id_line():
-    records = parse_board("        Health Status                  : OK\n        Error Code                     : NA\n", chip=1)
+    records = parse_board(
+        "        Health Status                  : OK\n        Error Code                     : NA\n", chip=1
+    )
     assert records.chips == {1: {"Health Status": "OK", "Error Code": "NA"}}
 
 
 @pytest.fixture
 def duo_run(tmp_path):
-    smi = install_fake_npu_smi(tmp_path / "bin", {"common": fixture_path(COMMON), "usages": fixture_path(USAGES),
-                                                  "health": fixture_path(HEALTH)})
+    smi = install_fake_npu_smi(
+        tmp_path / "bin",
+        {"common": fixture_path(COMMON), "usages": fixture_path(USAGES), "health": fixture_path(HEALTH)},
+    )
     return functools.partial(run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
 
 
@@ -83,12 +87,20 @@ def test_read_chip_status_of_the_second_die(duo_run):
 
 def test_read_card_status_lists_every_chip(duo_run):
     card = chipstatus.read_card_status(duo_run, 0)
-    assert [(c["chip"], c["health"], c["temperature_c"]) for c in card["chips"]] == [(0, "OK", 73.0),
-                                                                                   (1, "Warning", 74.0)]
+    assert [(c["chip"], c["health"], c["temperature_c"]) for c in card["chips"]] == [
+        (0, "OK", 73.0),
+        (1, "Warning", 74.0),
+    ]
     rows = chipstatus.chip_status_rows([card])
     assert [r["device"] for r in rows] == ["NPU 0 chip 0", "NPU 0 chip 1", "NPU 0 MCU"]
-    assert rows[1] == {"device": "NPU 0 chip 1", "health": "Warning", "temp": "74 °C", "power": "45.2 W (card)",
-                       "aicore": "37 %", "memory": "2867 / 8192 MB"}
+    assert rows[1] == {
+        "device": "NPU 0 chip 1",
+        "health": "Warning",
+        "temp": "74 °C",
+        "power": "45.2 W (card)",
+        "aicore": "37 %",
+        "memory": "2867 / 8192 MB",
+    }
     assert rows[2]["temp"] == "48 °C" and rows[2]["aicore"] == "—"
 
 
@@ -103,9 +115,14 @@ def test_single_chip_910b_from_usages_with_a_failing_common(tmp_path):
 
 
 def test_npu_smi_without_device_gives_errors_not_values(tmp_path):
-    smi = install_fake_npu_smi(tmp_path / "bin", {"common": fixture_path(DOCKER_FIXTURE),
-                                                  "usages": fixture_path(DOCKER_FIXTURE),
-                                                  "health": fixture_path(DOCKER_FIXTURE)})
+    smi = install_fake_npu_smi(
+        tmp_path / "bin",
+        {
+            "common": fixture_path(DOCKER_FIXTURE),
+            "usages": fixture_path(DOCKER_FIXTURE),
+            "health": fixture_path(DOCKER_FIXTURE),
+        },
+    )
     run = functools.partial(run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
     status = chipstatus.read_chip_status(run, 0, 0)
     assert all(status[k] is None for k in ("health", "temperature_c", "power_w", "aicore_pct", "hbm_mb"))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
-from workbench import device as devicemod
-from workbench.device import detect, resolve
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
+from workbench.run import device as devicemod
+from workbench.run.device import detect, resolve
 
 B3 = "npu-smi-info_910B3_x8_with_processes.txt"
 DCMI_LINE = "dcmi model initialized failed, because the device is used. ret is -8020"
@@ -78,7 +78,11 @@ def test_auto_records_its_reason_and_explicit_targets_are_kept(tmp_path):
     resolved = resolve("auto", 0, env, root=root, lock_path=lock)
     assert resolved["resolved"] == "CPU" and resolved["why"].startswith("auto: ")
     assert resolve("Ascend", 3, env, root=root, lock_path=lock) == {
-        "requested": "Ascend", "resolved": "Ascend", "id": 3, "why": "set in config"}
+        "requested": "Ascend",
+        "resolved": "Ascend",
+        "id": 3,
+        "why": "set in config",
+    }
 
 
 def test_explicit_ascend_with_failing_npu_smi_is_blocked_with_its_text_and_the_container_hint(tmp_path):
@@ -93,8 +97,13 @@ def test_explicit_ascend_with_failing_npu_smi_is_blocked_with_its_text_and_the_c
 def test_explicit_ascend_on_a_working_board_and_auto_pass(tmp_path):
     env, root, lock = board(tmp_path, B3, nodes=("davinci0",))
     found = auto(env, root, lock)
-    assert devicemod.setting_verdict(resolve("Ascend", 0, env, root=root, lock_path=lock), found)["status"] == Evidence.PASS
-    assert devicemod.setting_verdict(resolve("auto", 0, env, root=root, lock_path=lock), found)["status"] == Evidence.PASS
+    assert (
+        devicemod.setting_verdict(resolve("Ascend", 0, env, root=root, lock_path=lock), found)["status"]
+        == Evidence.PASS
+    )
+    assert (
+        devicemod.setting_verdict(resolve("auto", 0, env, root=root, lock_path=lock), found)["status"] == Evidence.PASS
+    )
 
 
 def test_explicit_gpu_without_gpu_is_observed_fail(tmp_path):

@@ -16,8 +16,13 @@ COLLECTION = "errors_verbatim_collection.md"
 # Section of the collection -> ids that must be found in its text.
 EXPECTED = {
     "E1": {"dcmi-8020"},
-    "E2": {"ms-cpu-only", "libge-runner-missing", "libcann-kb-missing", "libge-compiler-missing",
-           "libascendcl-missing"},
+    "E2": {
+        "ms-cpu-only",
+        "libge-runner-missing",
+        "libcann-kb-missing",
+        "libge-compiler-missing",
+        "libascendcl-missing",
+    },
     "E3": {"soc-name"},
     "E4": {"set-device-507033", "opp-verify-e30006", "tsd-open"},
     "E5": {"acl-init-507008", "invalid-argument-ee1001"},
@@ -70,18 +75,26 @@ def test_every_entry_matches_some_verbatim_text():
 
 
 def test_mindspore_notes_texts():
-    cpu_only = ("RuntimeError: Unsupported device target GPU. This process only supports one of the ['CPU'] ...\n"
-                "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file")
+    cpu_only = (
+        "RuntimeError: Unsupported device target GPU. This process only supports one of the ['CPU'] ...\n"
+        "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file"
+    )
     assert {"ms-cpu-only", "libge-runner-missing"} <= ids(cpu_only)
     assert ids("RuntimeError: The runtime has been initialized") == {"ms-runtime-initialized"}
 
 
 def test_healthy_outputs_match_nothing():
-    for name in ("npu-smi-info_910B3_x8_with_processes.txt", "npu-smi-info_910A_warning_ms1.10_modelarts.txt",
-                 "npu-smi-info_310B4_atlas200IDKA2.txt", "set_env.sh_and_version.cfg_CANN-8.0.0.txt"):
+    for name in (
+        "npu-smi-info_910B3_x8_with_processes.txt",
+        "npu-smi-info_910A_warning_ms1.10_modelarts.txt",
+        "npu-smi-info_310B4_atlas200IDKA2.txt",
+        "set_env.sh_and_version.cfg_CANN-8.0.0.txt",
+    ):
         assert ids(fixture_text(name)) == set(), name
-    success = ("MindSpore version:  2.1.1\nThe result of multiplication calculation is correct, "
-               "MindSpore has been installed on platform [Ascend] successfully!")
+    success = (
+        "MindSpore version:  2.1.1\nThe result of multiplication calculation is correct, "
+        "MindSpore has been installed on platform [Ascend] successfully!"
+    )
     assert ids(success) == set()
 
 

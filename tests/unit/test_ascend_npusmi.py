@@ -6,7 +6,13 @@ import pytest
 
 from tests.fixtures.ascend_fakes import VERSIONS_800IA2, command_output, fixture_text, section
 from workbench.ascend.npusmi import (
-    NOT_FOUND_RC, TIMEOUT_RC, classify_failure, match_process, parse_board, parse_info, parse_usages,
+    NOT_FOUND_RC,
+    TIMEOUT_RC,
+    classify_failure,
+    match_process,
+    parse_board,
+    parse_info,
+    parse_usages,
 )
 
 DEVICE_KEYS = {"npu", "chip", "name", "health", "power_w", "temp_c", "aicore_pct", "memory_mb", "hbm_mb"}
@@ -28,10 +34,23 @@ def test_910b3_eight_devices_with_hbm_and_processes():
     assert {d["name"] for d in info.devices} == {"910B3"}
     assert {d["health"] for d in info.devices} == {"OK"}
     first, last = info.devices[0], info.devices[7]
-    assert first == {"npu": 0, "chip": 0, "name": "910B3", "health": "OK", "power_w": 133.9, "temp_c": 43.0,
-                     "aicore_pct": 0.0, "memory_mb": [0.0, 0.0], "hbm_mb": [60478.0, 65536.0]}
-    assert (last["power_w"], last["temp_c"], last["aicore_pct"], last["hbm_mb"]) == (177.3, 53.0, 89.0,
-                                                                                     [60058.0, 65536.0])
+    assert first == {
+        "npu": 0,
+        "chip": 0,
+        "name": "910B3",
+        "health": "OK",
+        "power_w": 133.9,
+        "temp_c": 43.0,
+        "aicore_pct": 0.0,
+        "memory_mb": [0.0, 0.0],
+        "hbm_mb": [60478.0, 65536.0],
+    }
+    assert (last["power_w"], last["temp_c"], last["aicore_pct"], last["hbm_mb"]) == (
+        177.3,
+        53.0,
+        89.0,
+        [60058.0, 65536.0],
+    )
     assert [d["aicore_pct"] for d in info.devices] == [0, 93, 94, 89, 83, 0, 9, 89]
     assert [p["pid"] for p in info.processes] == list(range(683932, 683940))
     assert info.processes[3] == {"npu": 3, "chip": 0, "pid": 683935, "name": "python", "memory_mb": 55754.0}
@@ -43,9 +62,19 @@ def test_910a_warning_device_and_no_processes():
     info = parse("npu-smi-info_910A_warning_ms1.10_modelarts.txt")
     assert info.version == "23.0.rc3"
     assert info.layout == "chip-hbm"
-    assert info.devices == [{"npu": 1, "chip": 0, "name": "910A", "health": "Warning", "power_w": 69.6,
-                             "temp_c": 35.0, "aicore_pct": 0.0, "memory_mb": [2681.0, 15137.0],
-                             "hbm_mb": [1.0, 32768.0]}]
+    assert info.devices == [
+        {
+            "npu": 1,
+            "chip": 0,
+            "name": "910A",
+            "health": "Warning",
+            "power_w": 69.6,
+            "temp_c": 35.0,
+            "aicore_pct": 0.0,
+            "memory_mb": [2681.0, 15137.0],
+            "hbm_mb": [1.0, 32768.0],
+        }
+    ]
     assert info.processes == [] and info.idle_npus == [1]
     assert info.unparsed == []  # the shell prompt and the python lines around the table are ignored
 
@@ -53,8 +82,19 @@ def test_910a_warning_device_and_no_processes():
 def test_310b4_board_without_hbm_and_na_bus_id():
     info = parse("npu-smi-info_310B4_atlas200IDKA2.txt")
     assert (info.version, info.layout) == ("23.0.rc3", "device-nohbm")
-    assert info.devices == [{"npu": 0, "chip": 0, "name": "310B4", "health": "OK", "power_w": 7.7, "temp_c": 54.0,
-                             "aicore_pct": 0.0, "memory_mb": [2166.0, 3513.0], "hbm_mb": None}]
+    assert info.devices == [
+        {
+            "npu": 0,
+            "chip": 0,
+            "name": "310B4",
+            "health": "OK",
+            "power_w": 7.7,
+            "temp_c": 54.0,
+            "aicore_pct": 0.0,
+            "memory_mb": [2166.0, 3513.0],
+            "hbm_mb": None,
+        }
+    ]
 
 
 def test_310_four_chips_on_one_npu_with_numeric_name():
@@ -80,7 +120,8 @@ def test_800ia2_captures_with_and_without_title_line():
     with_title = parse_info(section(text, "# Source 1:", "# Source 2:"))
     assert with_title.version == "25.0.rc1.1"
     assert [(d["name"], d["power_w"], d["aicore_pct"], d["hbm_mb"]) for d in with_title.devices] == [
-        ("910B4", 105.5, 5.0, [6154.0, 65536.0])]
+        ("910B4", 105.5, 5.0, [6154.0, 65536.0])
+    ]
     no_title = parse_info(section(text, "# Source 2:", "# Source 3:"))
     assert no_title.version is None
     assert no_title.layout == "chip-hbm"
@@ -101,7 +142,9 @@ def test_310p_duo_two_dies_and_npu_chip_process_column():
     assert info.layout == "device-nohbm+container-pid"
     assert [(d["npu"], d["chip"], d["aicore_pct"]) for d in info.devices] == [(0, 0, 0.0), (0, 1, 37.0)]
     assert [(p["npu"], p["chip"], p["pid"], p["container_pid"]) for p in info.processes] == [
-        (0, 0, 41235, None), (0, 1, 41236, None)]
+        (0, 0, 41235, None),
+        (0, 1, 41236, None),
+    ]
 
 
 def test_match_on_npu_and_chip():
@@ -160,16 +203,24 @@ def test_board_and_usages():
     assert usages["Aicore Usage Rate(%)"] == 0.0
 
 
-@pytest.mark.parametrize("returncode, stdout, stderr, code", [
-    (1, "", "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n"
-            "dcmi model initialized failed, because the device is used. ret is -8020", "dcmi-8020"),
-    (1, "DrvMngGetConsoleLogLevel failed. (ret=4)\ndcmi module initialize failed. ret is -8005", "", "dcmi-8005"),
-    (126, "", "bash: /usr/local/bin/npu-smi: Permission denied", "npu-smi-permission"),
-    (NOT_FOUND_RC, "", "bash: npu-smi: command not found", "npu-smi-not-found"),
-    (TIMEOUT_RC, "", "npu-smi timed out after 5.0 s; process group killed", "timeout"),
-    (TIMEOUT_RC, "", "npu-smi lock /tmp/x.lock: wait timed out after 5.0 s", "lock-busy"),
-    (3, "", "something new", "exit-3"),
-])
+@pytest.mark.parametrize(
+    "returncode, stdout, stderr, code",
+    [
+        (
+            1,
+            "",
+            "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n"
+            "dcmi model initialized failed, because the device is used. ret is -8020",
+            "dcmi-8020",
+        ),
+        (1, "DrvMngGetConsoleLogLevel failed. (ret=4)\ndcmi module initialize failed. ret is -8005", "", "dcmi-8005"),
+        (126, "", "bash: /usr/local/bin/npu-smi: Permission denied", "npu-smi-permission"),
+        (NOT_FOUND_RC, "", "bash: npu-smi: command not found", "npu-smi-not-found"),
+        (TIMEOUT_RC, "", "npu-smi timed out after 5.0 s; process group killed", "timeout"),
+        (TIMEOUT_RC, "", "npu-smi lock /tmp/x.lock: wait timed out after 5.0 s", "lock-busy"),
+        (3, "", "something new", "exit-3"),
+    ],
+)
 def test_classify_failure_known_texts(returncode, stdout, stderr, code):
     found = classify_failure(returncode, stdout, stderr)
     assert found is not None and found["code"] == code
@@ -200,8 +251,12 @@ def test_match_host_pid_among_several_processes():
 def test_match_pid_on_wrong_npu_is_no_match():
     info = parse("npu-smi-info_910B3_x8_with_processes.txt")
     found = match_process(info, 683935, npu=2)
-    assert found == {"matched": False, "rule": None, "row": None,
-                     "candidates": [{"npu": 2, "chip": 0, "pid": 683934, "name": "python", "memory_mb": 55754.0}]}
+    assert found == {
+        "matched": False,
+        "rule": None,
+        "row": None,
+        "candidates": [{"npu": 2, "chip": 0, "pid": 683934, "name": "python", "memory_mb": 55754.0}],
+    }
 
 
 def test_match_container_pid_when_host_pid_differs():

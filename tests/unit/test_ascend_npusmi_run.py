@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import wait_for
 from tests.fixtures.ascend_fakes import command_output, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.ascend.npusmi import NOT_FOUND_RC, TIMEOUT_RC, classify_failure, parse_board, parse_info, run_npu_smi
-from workbench.childproc import group_members
+from workbench.system.childproc import group_members
 
 INFO = "npu-smi-info_910B3_x8_with_processes.txt"
 DCMI = "docker-container_npu-smi_dcmi-8020_and_toolkit-info-8.0.0.txt"
@@ -37,8 +37,13 @@ def intervals(log: Path) -> List[Tuple[float, float]]:
 
 
 def test_info_and_board_round_trip(fake_bin, tmp_path):
-    install_fake_npu_smi(fake_bin, {"info": fixture_path(INFO),
-                                    "board": fixture_path("npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt")})
+    install_fake_npu_smi(
+        fake_bin,
+        {
+            "info": fixture_path(INFO),
+            "board": fixture_path("npu-smi-info-t-board_910B-HBM64G_25.5.1_telegraf-fixture.txt"),
+        },
+    )
     rc, out, err, elapsed_s = run_npu_smi(["info"], timeout_s=10, lock_path=str(tmp_path / "smi.lock"))
     assert (rc, err) == (0, "")
     assert out == command_output(fixture_text(INFO))
@@ -88,8 +93,9 @@ def test_hanging_npu_smi_is_killed_at_timeout(fake_bin, tmp_path):
 def _run_two_at_once(lock_a: str, lock_b: str) -> None:
     """Start two run_npu_smi calls together and wait for both."""
     results = []
-    threads = [threading.Thread(target=lambda p=p: results.append(run_npu_smi(["info"], 10, p)))
-               for p in (lock_a, lock_b)]
+    threads = [
+        threading.Thread(target=lambda p=p: results.append(run_npu_smi(["info"], 10, p))) for p in (lock_a, lock_b)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -9,7 +9,7 @@ import pytest
 from tests.fixtures.ascend_fakes import fixture_text
 from workbench.ascend import pairing
 from workbench.ascend.pairing import normalize_cann, normalize_mindspore, pairing_verdict
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 
 def test_every_official_row_is_in_the_fixture_table():
@@ -31,20 +31,23 @@ def test_secondary_rows_cite_section_b():
         assert row["cann"] in text, row
 
 
-@pytest.mark.parametrize("ms, cann, status, source", [
-    ("2.4.10", "8.0.0", "observed-pass", "official"),        # the dev boards' MindSpore
-    ("2.5.0", "8.0.0", "observed-pass", "official"),
-    ("2.3.0rc2", "8.0.RC1", "observed-pass", "official"),
-    ("2.6.0-rc1", "8.1.rc1", "observed-pass", "official"),   # spellings normalised
-    ("2.2.14", "7.0.0", "observed-pass", "official"),        # branch row r2.2
-    ("1.10.0", "6.0.1", "observed-pass", "official"),
-    ("2.7.2", "8.5.0", "observed-pass", "secondary"),
-    ("2.4.10", "8.0.RC3", "observed-fail", "official"),      # a mismatched pair
-    ("2.3.1", "8.0.RC3", "observed-fail", "official"),       # the warning seen in run_check R5
-    ("2.7.1", "8.2.RC1", "observed-fail", "secondary"),
-    ("2.6.0", "8.2.RC1", "observed-fail", "official"),       # only a contradicted secondary row says so
-    ("2.3.0", "8.0.RC1", "observed-fail", "official"),       # MindCluster note vs MindSpore's r2.3.0 guide
-])
+@pytest.mark.parametrize(
+    "ms, cann, status, source",
+    [
+        ("2.4.10", "8.0.0", "observed-pass", "official"),  # the dev boards' MindSpore
+        ("2.5.0", "8.0.0", "observed-pass", "official"),
+        ("2.3.0rc2", "8.0.RC1", "observed-pass", "official"),
+        ("2.6.0-rc1", "8.1.rc1", "observed-pass", "official"),  # spellings normalised
+        ("2.2.14", "7.0.0", "observed-pass", "official"),  # branch row r2.2
+        ("1.10.0", "6.0.1", "observed-pass", "official"),
+        ("2.7.2", "8.5.0", "observed-pass", "secondary"),
+        ("2.4.10", "8.0.RC3", "observed-fail", "official"),  # a mismatched pair
+        ("2.3.1", "8.0.RC3", "observed-fail", "official"),  # the warning seen in run_check R5
+        ("2.7.1", "8.2.RC1", "observed-fail", "secondary"),
+        ("2.6.0", "8.2.RC1", "observed-fail", "official"),  # only a contradicted secondary row says so
+        ("2.3.0", "8.0.RC1", "observed-fail", "official"),  # MindCluster note vs MindSpore's r2.3.0 guide
+    ],
+)
 def test_verdicts(ms, cann, status, source):
     verdict = pairing_verdict(ms, cann)
     assert (verdict["status"], verdict["source"]) == (status, source), verdict

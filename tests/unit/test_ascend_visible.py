@@ -17,18 +17,21 @@ def seen(name: str):
 EIGHT = seen("npu-smi-info_910B3_x8_with_processes.txt")
 
 
-@pytest.mark.parametrize("value, status, words", [
-    ("0", "observed-pass", "within the 8 device(s)"),
-    ("0,1,2,3,4,5,6,7", "observed-pass", "ascending"),
-    ("3,5", "observed-pass", "within"),
-    ("0,2,4,6,1,3,5,7", "observed-fail", "not in ascending order"),  # the value in E13
-    ("0,1,1", "observed-fail", "1 more than once"),
-    ("8", "observed-fail", "8 outside [0, 8)"),
-    ("0, 1", "observed-fail", "comma-separated integers"),
-    ("", "observed-fail", "comma-separated integers"),
-    ("0,,1", "observed-fail", "comma-separated integers"),
-    ("npu0", "observed-fail", "comma-separated integers"),
-])
+@pytest.mark.parametrize(
+    "value, status, words",
+    [
+        ("0", "observed-pass", "within the 8 device(s)"),
+        ("0,1,2,3,4,5,6,7", "observed-pass", "ascending"),
+        ("3,5", "observed-pass", "within"),
+        ("0,2,4,6,1,3,5,7", "observed-fail", "not in ascending order"),  # the value in E13
+        ("0,1,1", "observed-fail", "1 more than once"),
+        ("8", "observed-fail", "8 outside [0, 8)"),
+        ("0, 1", "observed-fail", "comma-separated integers"),
+        ("", "observed-fail", "comma-separated integers"),
+        ("0,,1", "observed-fail", "comma-separated integers"),
+        ("npu0", "observed-fail", "comma-separated integers"),
+    ],
+)
 def test_values_against_eight_devices(value, status, words):
     result = check_visible_devices(value, EIGHT)
     assert result["status"] == status, result

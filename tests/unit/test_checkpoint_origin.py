@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from workbench.atomic import write_json
-from workbench.checkpoint_origin import run_not_ok_warning
-from workbench.protocol import EventWriter
+from workbench.events.protocol import EventWriter
+from workbench.session.checkpoint_origin import run_not_ok_warning
+from workbench.system.atomic import write_json
 
 
 def _train_job(tmp_path, status, exit_record):
@@ -32,5 +32,7 @@ def test_a_run_that_ran_out_of_disk_is_named(tmp_path):
 
 
 def test_a_cancelled_run_and_a_folder_that_is_no_job(tmp_path):
-    assert "(cancelled: stopped on request" in run_not_ok_warning(_train_job(tmp_path, "cancelled", {"cancelled": True}))
+    assert "(cancelled: stopped on request" in run_not_ok_warning(
+        _train_job(tmp_path, "cancelled", {"cancelled": True})
+    )
     assert "is not a job folder" in run_not_ok_warning(tmp_path)

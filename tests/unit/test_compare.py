@@ -1,4 +1,4 @@
-"""Unit tests for workbench.compare: tolerances, hand-computed diffs, NaN/Inf, flips, histogram."""
+"""Unit tests for workbench.analysis.tensordiff: tolerances, hand-computed diffs, NaN/Inf, flips, histogram."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.compare import (
+from workbench.analysis.tensordiff import (
     DEFAULT_TOLERANCES,
     EXACT,
     REL_RULE,
@@ -20,9 +20,26 @@ from workbench.compare import (
 )
 
 FIELDS = {
-    "name", "shape", "dtype", "atol", "rtol", "max_abs", "max_rel", "rel_rule", "mean_abs",
-    "mismatch_ratio", "worst_index", "worst", "cosine", "nan_ref", "nan_cand", "inf_ref",
-    "inf_cand", "passed", "status", "reason",
+    "name",
+    "shape",
+    "dtype",
+    "atol",
+    "rtol",
+    "max_abs",
+    "max_rel",
+    "rel_rule",
+    "mean_abs",
+    "mismatch_ratio",
+    "worst_index",
+    "worst",
+    "cosine",
+    "nan_ref",
+    "nan_cand",
+    "inf_ref",
+    "inf_cand",
+    "passed",
+    "status",
+    "reason",
 }
 
 
@@ -36,6 +53,7 @@ def f32(values):
 
 
 # --- tolerances -------------------------------------------------------------------------------
+
 
 def test_default_tolerances_match_torch_testing():
     assert DEFAULT_TOLERANCES["float32"] == (1.3e-6, 1e-5)
@@ -78,6 +96,7 @@ def test_integer_tensors_compare_exactly():
 
 
 # --- diff_tensors: numbers --------------------------------------------------------------------
+
 
 def test_exact_equality_passes_with_zero_difference():
     ref = f32([[1.5, -2.0], [3.0, 4.0]])
@@ -185,6 +204,7 @@ def test_scalar_and_empty_tensors():
 
 # --- diff_tensors: NaN and Inf ----------------------------------------------------------------
 
+
 def test_nan_in_same_place_on_both_sides_is_a_mismatch():
     ref = f32([1.0, np.nan, 3.0])
     cand = f32([1.0, np.nan, 3.0])
@@ -236,6 +256,7 @@ def test_all_nan_has_no_statistics_and_fails():
 
 # --- diff_tensors: structure problems ---------------------------------------------------------
 
+
 def test_shape_mismatch_fails_without_numbers():
     ref, cand = np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32)
     result = as_json(diff_tensors("fc2.weight", ref, cand))
@@ -263,6 +284,7 @@ def test_one_sided_tensors_fail_and_are_not_skipped():
 
 
 # --- class flips, first failure, histogram ----------------------------------------------------
+
 
 def test_class_flips():
     ref = np.array([[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 5.0], [0.0, 0.0, 1.0]])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from workbench.config import SCHEMA, ConfigError, Field, defaults, dump, get, load, parse_set
+from workbench.config.layers import SCHEMA, ConfigError, Field, defaults, dump, get, load, parse_set
 
 
 @pytest.fixture
@@ -56,13 +56,12 @@ def test_every_default_passes_its_own_check(no_user_file):
 
 
 def test_layering_user_file_then_config_then_set(tmp_path):
-    user = write_yaml(tmp_path / "user.yaml", {"drill": {"steps": 1, "rate": 2.0, "hang": True},
-                                                "glog_v": 1})
+    user = write_yaml(tmp_path / "user.yaml", {"drill": {"steps": 1, "rate": 2.0, "hang": True}, "glog_v": 1})
     project = write_yaml(tmp_path / "project.yaml", {"drill": {"steps": 10, "rate": 20.0}})
     cfg = load(str(project), ["drill.steps=100"], user_file=user)
-    assert get(cfg, "drill.steps") == 100   # --set wins
-    assert get(cfg, "drill.rate") == 20.0   # --config beats the user file
-    assert get(cfg, "drill.hang") is True   # the user file beats the defaults
+    assert get(cfg, "drill.steps") == 100  # --set wins
+    assert get(cfg, "drill.rate") == 20.0  # --config beats the user file
+    assert get(cfg, "drill.hang") is True  # the user file beats the defaults
     assert get(cfg, "glog_v") == 1
     assert get(cfg, "drill.crash_after") == 0  # untouched keys keep their defaults
 
@@ -82,29 +81,33 @@ def test_extra_layer_sits_between_config_and_set(tmp_path, no_user_file):
     project = write_yaml(tmp_path / "project.yaml", {"python": from_config})
     cfg = load(str(project), [], user_file=no_user_file, extra=[("--python", {"python": from_flag})])
     assert cfg["python"] == from_flag
-    cfg = load(str(project), ["python=%s" % from_set], user_file=no_user_file,
-               extra=[("--python", {"python": from_flag})])
+    cfg = load(
+        str(project), ["python=%s" % from_set], user_file=no_user_file, extra=[("--python", {"python": from_flag})]
+    )
     assert cfg["python"] == from_set
 
 
-@pytest.mark.parametrize("item, key, value", [
-    ("drill.steps=7", "drill.steps", 7),
-    ("drill.rate=2.5", "drill.rate", 2.5),
-    ("drill.rate=3", "drill.rate", 3),
-    ("train.lr=1", "train.lr", 1.0),
-    ("train.lr=1e-3", "train.lr", 1e-3),  # YAML 1.1 alone would read this as a string
-    ("train.lr=5E-4", "train.lr", 5e-4),
-    ("drill.hang=true", "drill.hang", True),
-    ("drill.hang=no", "drill.hang", False),
-    ("data.dir=null", "data.dir", None),
-    ("data.dir=~", "data.dir", None),
-    ("data.dir=", "data.dir", None),
-    ("data.dir=/tmp", "data.dir", "/tmp"),
-    ("drill.crash_signal=SIGSEGV", "drill.crash_signal", "SIGSEGV"),
-    ("export.formats=[ckpt]", "export.formats", ["ckpt"]),
-    ("export.formats=[]", "export.formats", []),
-    ("export.batch_sizes=[1,8]", "export.batch_sizes", [1, 8]),
-])
+@pytest.mark.parametrize(
+    "item, key, value",
+    [
+        ("drill.steps=7", "drill.steps", 7),
+        ("drill.rate=2.5", "drill.rate", 2.5),
+        ("drill.rate=3", "drill.rate", 3),
+        ("train.lr=1", "train.lr", 1.0),
+        ("train.lr=1e-3", "train.lr", 1e-3),  # YAML 1.1 alone would read this as a string
+        ("train.lr=5E-4", "train.lr", 5e-4),
+        ("drill.hang=true", "drill.hang", True),
+        ("drill.hang=no", "drill.hang", False),
+        ("data.dir=null", "data.dir", None),
+        ("data.dir=~", "data.dir", None),
+        ("data.dir=", "data.dir", None),
+        ("data.dir=/tmp", "data.dir", "/tmp"),
+        ("drill.crash_signal=SIGSEGV", "drill.crash_signal", "SIGSEGV"),
+        ("export.formats=[ckpt]", "export.formats", ["ckpt"]),
+        ("export.formats=[]", "export.formats", []),
+        ("export.batch_sizes=[1,8]", "export.batch_sizes", [1, 8]),
+    ],
+)
 def test_set_values_are_yaml_scalars(item, key, value, no_user_file):
     got = get(load(sets=[item], user_file=no_user_file), key)
     assert got == value and type(got) is type(value), (item, got)
@@ -126,22 +129,25 @@ def test_parse_set_nests_dotted_keys():
     assert parse_set("a=b=c") == {"a": "b=c"}  # only the first '=' splits
 
 
-@pytest.mark.parametrize("item, key, value, why", [
-    ("drill.stepz=3", "drill.stepz", "value 3", "unknown key"),
-    ("nosuch=x", "nosuch", "value 'x'", "unknown key"),
-    ("drill.steps=abc", "drill.steps", "'abc'", "got str"),
-    ("drill.steps=2.5", "drill.steps", "2.5", "got float"),
-    ("drill.steps=true", "drill.steps", "True", "got a boolean"),
-    ("drill.steps=-1", "drill.steps", "-1", "too small"),
-    ("glog_v=9", "glog_v", "9", "too large"),
-    ("limits.stall_s=-0.5", "limits.stall_s", "-0.5", "too small"),
-    ("model.name=resnet", "model.name", "'resnet'", "one of mlp, cnn"),
-    ("device.target=npu", "device.target", "'npu'", "one of auto, CPU, GPU, Ascend"),
-    ("drill.steps=null", "drill.steps", "None", "null not allowed"),
-    ("export.batch_sizes=[1, x]", "export.batch_sizes", "[1, 'x']", "item 1 is 'x': got str"),
-    ("export.formats=ckpt", "export.formats", "'ckpt'", "got str"),
-    ("drill=3", "drill", "3", "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "item, key, value, why",
+    [
+        ("drill.stepz=3", "drill.stepz", "value 3", "unknown key"),
+        ("nosuch=x", "nosuch", "value 'x'", "unknown key"),
+        ("drill.steps=abc", "drill.steps", "'abc'", "got str"),
+        ("drill.steps=2.5", "drill.steps", "2.5", "got float"),
+        ("drill.steps=true", "drill.steps", "True", "got a boolean"),
+        ("drill.steps=-1", "drill.steps", "-1", "too small"),
+        ("glog_v=9", "glog_v", "9", "too large"),
+        ("limits.stall_s=-0.5", "limits.stall_s", "-0.5", "too small"),
+        ("model.name=resnet", "model.name", "'resnet'", "one of mlp, cnn"),
+        ("device.target=npu", "device.target", "'npu'", "one of auto, CPU, GPU, Ascend"),
+        ("drill.steps=null", "drill.steps", "None", "null not allowed"),
+        ("export.batch_sizes=[1, x]", "export.batch_sizes", "[1, 'x']", "item 1 is 'x': got str"),
+        ("export.formats=ckpt", "export.formats", "'ckpt'", "got str"),
+        ("drill=3", "drill", "3", "must be a mapping"),
+    ],
+)
 def test_set_errors_name_key_value_and_source(item, key, value, why, no_user_file):
     with pytest.raises(ConfigError) as info:
         load(sets=[item], user_file=no_user_file)
@@ -203,26 +209,31 @@ def test_dump_round_trips(no_user_file):
     assert list(yaml.safe_load(dump(cfg))) == list(SCHEMA)  # schema order, not sorted
 
 
-@pytest.mark.parametrize("item, why", [
-    ("export.formats=[onnx]", "item 0 is 'onnx': not an allowed value"),
-    ("export.formats=[ckpt, lite]", "item 1 is 'lite': not an allowed value"),
-    ("export.batch_sizes=[64, 0]", "item 1 is 0: too small"),
-    ("export.batch_sizes=[70000]", "item 0 is 70000: too large"),
-    ("export.batch_sizes=[1, true]", "item 1 is True: got a boolean"),
-])
+@pytest.mark.parametrize(
+    "item, why",
+    [
+        ("export.formats=[onnx]", "item 0 is 'onnx': not an allowed value"),
+        ("export.formats=[ckpt, lite]", "item 1 is 'lite': not an allowed value"),
+        ("export.batch_sizes=[64, 0]", "item 1 is 0: too small"),
+        ("export.batch_sizes=[70000]", "item 0 is 70000: too large"),
+        ("export.batch_sizes=[1, true]", "item 1 is True: got a boolean"),
+    ],
+)
 def test_list_items_have_choices_and_ranges(item, why, no_user_file):
     with pytest.raises(ConfigError) as info:
         load(sets=[item], user_file=no_user_file)
     message = str(info.value)
     assert why in message, message
     key = item.split("=")[0]
-    expected = {"export.formats": "list of str each one of ckpt, mindir",
-                "export.batch_sizes": "list of int each >= 1 <= 65536"}[key]
+    expected = {
+        "export.formats": "list of str each one of ckpt, mindir",
+        "export.batch_sizes": "list of int each >= 1 <= 65536",
+    }[key]
     assert "expected %s" % expected in message, message
 
 
 def test_the_export_formats_are_what_the_export_job_writes():
-    from workbench.config import EXPORT_FORMATS
+    from workbench.config.layers import EXPORT_FORMATS
 
     assert SCHEMA["export"]["formats"].item_choices == EXPORT_FORMATS == ("ckpt", "mindir")
 

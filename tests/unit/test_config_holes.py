@@ -6,14 +6,17 @@ import time
 
 import pytest
 
-from workbench.config import ConfigError, get, load
-from workbench.config_yaml import MAX_CONFIG_BYTES
+from workbench.config.layers import ConfigError, get, load
+from workbench.config.safe_yaml import MAX_CONFIG_BYTES
 
 # Nine levels of nine aliases: 9**9 (about 387 million) strings once anything walks the value.
-ALIAS_BOMB = "\n".join(
-    ['drill:', '  crash_signal: &a0 "lol"'] +
-    ['  x%d: &a%d [%s]' % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)) for i in range(1, 10)]
-) + "\n"
+ALIAS_BOMB = (
+    "\n".join(
+        ["drill:", '  crash_signal: &a0 "lol"']
+        + ["  x%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 9)) for i in range(1, 10)]
+    )
+    + "\n"
+)
 
 
 @pytest.fixture
@@ -38,14 +41,17 @@ def test_a_user_file_that_is_not_utf8_is_a_config_error_too(tmp_path):
         load(user_file=user)
 
 
-@pytest.mark.parametrize("item, key, shown", [
-    ("train.lr=.nan", "train.lr", "nan"),
-    ("train.lr=1e400", "train.lr", "inf"),
-    ("limits.stall_s=.inf", "limits.stall_s", "inf"),
-    ("limits.job_timeout_s=-.inf", "limits.job_timeout_s", "-inf"),
-    ("drill.rate=.NaN", "drill.rate", "nan"),
-    ("ui.refresh_hz=1e999", "ui.refresh_hz", "inf"),
-])
+@pytest.mark.parametrize(
+    "item, key, shown",
+    [
+        ("train.lr=.nan", "train.lr", "nan"),
+        ("train.lr=1e400", "train.lr", "inf"),
+        ("limits.stall_s=.inf", "limits.stall_s", "inf"),
+        ("limits.job_timeout_s=-.inf", "limits.job_timeout_s", "-inf"),
+        ("drill.rate=.NaN", "drill.rate", "nan"),
+        ("ui.refresh_hz=1e999", "ui.refresh_hz", "inf"),
+    ],
+)
 def test_every_float_must_be_finite(item, key, shown, no_user_file):
     with pytest.raises(ConfigError) as info:
         load(sets=[item], user_file=no_user_file)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jobs.overfit import CURVE_POINTS, thin_curve
-from jobs.resume import first_difference
-from jobs.train_repeats import quartiles
+from jobs.resume.job import first_difference
+from jobs.train.repeats import quartiles
 
 
 def test_a_short_curve_keeps_every_step():

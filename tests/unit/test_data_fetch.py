@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from workbench.data import OFFICIAL_URL_BASE, DataError, fetch, load_fashion_mnist
+from workbench.data.errors import DataError
+from workbench.data.fetch import OFFICIAL_URL_BASE, fetch
+from workbench.data.loader import load_fashion_mnist
 from workbench.data.locate import BUNDLED_DIR
 from workbench.data.official import OFFICIAL_FILES
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 import os
 
-from workbench.data import load_fashion_mnist
 from workbench.data.fetch import fetch_cli
+from workbench.data.loader import load_fashion_mnist
 from workbench.data.locate import BUNDLED_DIR
 from workbench.data.official import OFFICIAL_FILES
 
@@ -46,8 +46,9 @@ def test_the_command_lines_bar_shows_every_file(tmp_path):
     from screens.progress import FetchBar
 
     out, err = io.StringIO(), io.StringIO()
-    code = fetch_cli(tmp_path / "cache", url_base=BUNDLED_DIR.as_uri() + "/", stream=out, err_stream=err,
-                     make_display=FetchBar)
+    code = fetch_cli(
+        tmp_path / "cache", url_base=BUNDLED_DIR.as_uri() + "/", stream=out, err_stream=err, make_display=FetchBar
+    )
     assert code == 0, err.getvalue()
     text = out.getvalue()
     assert "downloading" not in text  # the bar, not the plain lines

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.data import DataError, DataNotFound, candidate_dirs, locate
-from workbench.data.locate import BUNDLED_DIR, SYSTEM_DIR
+from workbench.data.errors import DataError, DataNotFound
+from workbench.data.locate import BUNDLED_DIR, SYSTEM_DIR, candidate_dirs, locate
 from workbench.data.official import OFFICIAL_FILES
 
 # By module path: the package re-exports a function of the same name.
@@ -111,7 +111,6 @@ def test_not_found_lists_every_place_tried(nowhere):
     assert "holds none of the four files" in message and "does not exist" in message
 
 
-
 def imported_modules(path: Path) -> set:
     """Every module a source file imports, function-local imports included."""
     import ast
@@ -129,5 +128,8 @@ def test_official_does_not_import_locate():
     # One way: locate reads official's file list; loading (locate + read) lives in workbench.data.loader.
     import workbench.data.official as official
 
-    assert not imported_modules(Path(official.__file__)) & {"workbench.data.locate", "workbench.data.loader",
-                                                            "workbench.data"}
+    assert not imported_modules(Path(official.__file__)) & {
+        "workbench.data.locate",
+        "workbench.data.loader",
+        "workbench.data",
+    }

@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.data import CLASS_NAMES, DataError, load_fashion_mnist, read_official_file, scale
+from workbench.data.dataset import CLASS_NAMES, scale
+from workbench.data.errors import DataError
+from workbench.data.loader import load_fashion_mnist
 from workbench.data.locate import BUNDLED_DIR
-from workbench.data.official import OFFICIAL_BY_KEY, OFFICIAL_FILES
+from workbench.data.official import OFFICIAL_BY_KEY, OFFICIAL_FILES, read_official_file
 
 TEST_LABELS = OFFICIAL_BY_KEY["test_labels"]
 TEST_IMAGES = OFFICIAL_BY_KEY["test_images"]
@@ -100,8 +102,16 @@ def test_scale_rejects_wrong_dtype_and_shape():
 
 def test_class_names_in_official_order():
     assert CLASS_NAMES == (
-        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-        "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
     )
 
 

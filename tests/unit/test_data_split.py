@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.data import DataError, describe_split, load_fashion_mnist, load_split, save_split, stratified_split
+from workbench.data.errors import DataError
+from workbench.data.loader import load_fashion_mnist
 from workbench.data.locate import BUNDLED_DIR
-from workbench.data.split import index_sha256
+from workbench.data.split import describe_split, index_sha256, load_split, save_split, stratified_split
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,7 +59,12 @@ def test_same_seed_same_split_in_two_separate_processes(tmp_path, real, default_
         env["PYTHONHASHSEED"] = hash_seed
         out = subprocess.run(
             [sys.executable, "-c", code, str(tmp_path / "labels.npy")],
-            env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=120, check=True,
+            env=env,
+            cwd=str(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         )
         runs.append(json.loads(out.stdout))
     here = [index_sha256(default_split[0]), index_sha256(default_split[1])]

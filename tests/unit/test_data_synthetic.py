@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.data import preview_indices, scale, stratified_split, synthetic_fashion
+from workbench.data.dataset import scale
+from workbench.data.preview import preview_indices
+from workbench.data.split import stratified_split
+from workbench.data.synthetic import synthetic_fashion
 
 
 def test_synthetic_is_marked_and_shaped_like_the_real_data():

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.protocol import EventReader, read_all
-from workbench.session import JobStatus
-from workbench.tracker import TrackedJob
+from workbench.events.protocol import EventReader, read_all
+from workbench.fold.tracker import TrackedJob
+from workbench.session.store import JobStatus
 from workbench.views.data import DataView, read_preview
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "events"

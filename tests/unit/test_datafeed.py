@@ -7,11 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from jobs import datafeed
-from jobs.datafeed import SYNTHETIC_SEED
-from workbench.config import defaults
-from workbench.data import save_split, scale, stratified_split, synthetic_fashion
-from workbench.jobkit import JobFailed
+from jobs.common import datafeed
+from jobs.common.datafeed import SYNTHETIC_SEED
+from workbench.config.layers import defaults
+from workbench.data.dataset import scale
+from workbench.data.split import save_split, stratified_split
+from workbench.data.synthetic import synthetic_fashion
+from workbench.jobkit.context import JobFailed
 
 
 def test_steps_keep_the_tail_batch_and_max_steps_caps():
@@ -98,8 +100,17 @@ def test_synthetic_split_record_names_its_seed_and_counts(tmp_path):
     jobs = tmp_path / "sid" / "jobs"
     source = synthetic_fashion(300, 20, 9)
     train_idx, val_idx = stratified_split(source.train_labels, 0.1, 37)
-    save_split(jobs / "data-001" / "artifacts", train_idx, val_idx, {
-        "seed": 37, "val_fraction": 0.1, "synthetic": True, "synthetic_seed": 9,
-        "synthetic_counts": {"train": 300, "test": 20}})
+    save_split(
+        jobs / "data-001" / "artifacts",
+        train_idx,
+        val_idx,
+        {
+            "seed": 37,
+            "val_fraction": 0.1,
+            "synthetic": True,
+            "synthetic_seed": 9,
+            "synthetic_counts": {"train": 300, "test": 20},
+        },
+    )
     data = datafeed.load_run_data(jobs / "train-001", _cfg(**{"from": "data-001"}))  # config says 400
     assert np.array_equal(data.train_x, scale(source.train_images[train_idx]))

@@ -7,10 +7,10 @@ import sys
 
 import yaml
 
-from workbench.config import defaults
-from workbench.device import resolve
-from workbench.runner import JobRunner, decide_device, device_record, effective_config
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.run.device import resolve
+from workbench.run.runner import JobRunner, decide_device, device_record, effective_config
+from workbench.session.store import SessionStore
 
 
 def test_auto_is_decided_by_the_device_rule_and_keeps_the_request_and_reason():
@@ -21,8 +21,12 @@ def test_auto_is_decided_by_the_device_rule_and_keeps_the_request_and_reason():
 
 
 def test_an_explicit_target_is_kept_and_says_so():
-    assert decide_device({"target": "Ascend", "id": 1}) == {"target": "Ascend", "id": 1, "requested": "Ascend",
-                                                             "why": "set in config"}
+    assert decide_device({"target": "Ascend", "id": 1}) == {
+        "target": "Ascend",
+        "id": 1,
+        "requested": "Ascend",
+        "why": "set in config",
+    }
     record = device_record(decide_device({"target": "CPU", "id": 0}))
     assert record["resolved"] == record["target"] == "CPU" and record["requested"] == "CPU"
 
@@ -31,7 +35,12 @@ def test_the_effective_config_has_no_auto_left_and_the_callers_config_is_untouch
     cfg = defaults()
     cfg["align"]["candidate"]["target"] = "auto"
     out = effective_config(cfg)
-    assert cfg["device"] == {"target": "auto", "id": 0, "requested": None, "why": None}  # the caller's layers stay as they were
+    assert cfg["device"] == {
+        "target": "auto",
+        "id": 0,
+        "requested": None,
+        "why": None,
+    }  # the caller's layers stay as they were
     for section in (out["device"], out["align"]["reference"], out["align"]["candidate"]):
         assert section["target"] != "auto" and section["why"]
     assert out["device"]["requested"] == "auto" and out["align"]["candidate"]["requested"] == "auto"
@@ -58,18 +67,19 @@ def test_the_job_files_carry_the_decision(tmp_path):
 
 
 def test_one_rule_says_where_mindspore_does_not_run_as_asked():
-    from jobs.msdevice import device_mismatches
+    from jobs.common.msdevice import device_mismatches
 
     asked = {"target": "Ascend", "device_id": 0, "mode": "graph"}
     assert device_mismatches(asked, {"target": "Ascend", "device_id": 0, "mode": "graph"}) == []
     assert device_mismatches(asked, {"target": "CPU", "device_id": 0, "mode": "graph"}) == [
-        "target: asked Ascend, MindSpore reports CPU"]
+        "target: asked Ascend, MindSpore reports CPU"
+    ]
 
 
 def test_a_jobs_effective_config_loads_again_as_a_config_file(tmp_path):
     """The resume command feeds a job's config.yaml back with --config: the runner's recorded keys must load."""
-    from workbench import config
-    from workbench.runner import effective_config
+    from workbench.config import layers as config
+    from workbench.run.runner import effective_config
 
     path = tmp_path / "config.yaml"
     path.write_text(config.dump(effective_config(config.load(user_file=False))))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from jobs.common.device_telemetry import DeviceTelemetry
 from tests.conftest import wait_for
 from tests.fixtures.ascend_fakes import fixture_path, fixture_text, install_replaying_npu_smi, with_value
-from jobs.device_telemetry import DeviceTelemetry
 
 INFO = "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"
 COMMON = fixture_text("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt")
@@ -15,9 +15,13 @@ USAGES = fixture_text("derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt")
 
 def frames(aicore, temps):
     """-t common / -t usages outputs whose AI Core and temperature change per call (layout as recorded)."""
-    return {"common": [with_value(with_value(COMMON, "Aicore Usage Rate(%)", str(a)), "Temperature(C)", str(t))
-                       for a, t in zip(aicore, temps)],
-            "usages": [with_value(USAGES, "Aicore Usage Rate(%)", str(a)) for a in aicore]}
+    return {
+        "common": [
+            with_value(with_value(COMMON, "Aicore Usage Rate(%)", str(a)), "Temperature(C)", str(t))
+            for a, t in zip(aicore, temps)
+        ],
+        "usages": [with_value(USAGES, "Aicore Usage Rate(%)", str(a)) for a in aicore],
+    }
 
 
 def collect(tele, n, timeout_s=30):
@@ -27,14 +31,16 @@ def collect(tele, n, timeout_s=30):
     def enough():
         got.extend(tele.drain())
         return len([e for e in got if e[0] == "device"]) >= n or tele.stopped_why
+
     wait_for(enough, timeout_s, what="%d device samples" % n)
     return got
 
 
 def test_samples_follow_the_changing_values_of_the_jobs_own_chip(tmp_path):
     log = tmp_path / "calls.log"
-    smi = install_replaying_npu_smi(tmp_path / "bin", fixture_path(INFO), frames([5, 60, 95], [70, 76, 81]),
-                                    log_path=log)
+    smi = install_replaying_npu_smi(
+        tmp_path / "bin", fixture_path(INFO), frames([5, 60, 95], [70, 76, 81]), log_path=log
+    )
     began = time.monotonic()
     tele = DeviceTelemetry(str(smi), str(tmp_path / "smi.lock"), device_id=1, visible=None, timeout_s=10).start()
     got = collect(tele, 3)
@@ -64,8 +70,9 @@ def test_a_failing_npu_smi_is_logged_once_and_sampling_stops(tmp_path):
 
 def test_a_slow_npu_smi_stops_sampling_after_one_sample(tmp_path):
     smi = install_replaying_npu_smi(tmp_path / "bin", fixture_path(INFO), frames([5], [70]))
-    tele = DeviceTelemetry(str(smi), str(tmp_path / "smi.lock"), device_id=0, visible=None, timeout_s=10,
-                           slow_s=0.0).start()
+    tele = DeviceTelemetry(
+        str(smi), str(tmp_path / "smi.lock"), device_id=0, visible=None, timeout_s=10, slow_s=0.0
+    ).start()
     wait_for(lambda: tele.stopped_why, 30, what="the sampler to give up")
     tele.stop(wait_s=10)
     got = tele.drain()

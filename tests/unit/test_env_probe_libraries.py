@@ -37,8 +37,9 @@ def test_unreachable_named_library_keeps_the_set_env_finding_and_names_where_it_
     Path(home, "lib64", "libge_runner.so").write_bytes(b"")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LD_LIBRARY_PATH", os.pathsep.join(
-        p for p in env["LD_LIBRARY_PATH"].split(os.pathsep) if p != home + "/lib64"))
+    monkeypatch.setenv(
+        "LD_LIBRARY_PATH", os.pathsep.join(p for p in env["LD_LIBRARY_PATH"].split(os.pathsep) if p != home + "/lib64")
+    )
     missing, detail = probes(tmp_path).libraries_named(E2_LINE, list(MISSING))
     assert missing == MISSING
     assert "libge_runner.so is in %s/lib64, which no LD_LIBRARY_PATH entry names" % home in detail

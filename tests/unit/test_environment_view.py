@@ -6,7 +6,7 @@ import json
 from types import SimpleNamespace
 
 from tests.ui.recorded import FIXTURES
-from workbench.session import JobStatus
+from workbench.session.store import JobStatus
 from workbench.views.environment import EnvironmentView
 
 
@@ -19,11 +19,19 @@ def recorded(name: str):
 
 
 def probes_only_events():
-    return [{"type": "started", "scope": "probes", "device": {"requested": "auto", "resolved": "CPU", "id": 0}},
-            {"type": "check", "id": "probe-add-fp32", "title": "Probe add fp32", "status": "observed-fail",
-             "detail": "crashed", "group": "probes"},
-            {"type": "result", "summary": {"probes": [{"op": "add-fp32", "verdict": "observed-fail"}], "devices": []}},
-            {"type": "finished", "status": "failed", "error": {"type": "DeviceProbeFailed", "message": "x"}}]
+    return [
+        {"type": "started", "scope": "probes", "device": {"requested": "auto", "resolved": "CPU", "id": 0}},
+        {
+            "type": "check",
+            "id": "probe-add-fp32",
+            "title": "Probe add fp32",
+            "status": "observed-fail",
+            "detail": "crashed",
+            "group": "probes",
+        },
+        {"type": "result", "summary": {"probes": [{"op": "add-fp32", "verdict": "observed-fail"}], "devices": []}},
+        {"type": "finished", "status": "failed", "error": {"type": "DeviceProbeFailed", "message": "x"}},
+    ]
 
 
 def test_full_run_then_probes_only_keeps_the_rest():

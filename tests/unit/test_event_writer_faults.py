@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env, tmpfs
-from workbench.protocol import EventWriter, read_all, validate_file
+from workbench.events.protocol import EventWriter, read_all, validate_file
 
 # A child that writes one line, then one cut off by RLIMIT_FSIZE, then one after the limit is lifted.
-CUT_SHORT = textwrap.dedent('''
+CUT_SHORT = textwrap.dedent("""
     import os, resource, signal, sys
-    from workbench.protocol import EventWriter
+    from workbench.events.protocol import EventWriter
     path, mode = sys.argv[1], sys.argv[2]
     if mode == "raise":  # a signal arrives mid-write and its handler raises
         def on_xfsz(signum, frame):
@@ -38,7 +38,7 @@ CUT_SHORT = textwrap.dedent('''
     resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     writer.emit("log", level="info", message="after")
     writer.close()
-''')
+""")
 
 
 def _lines(path: Path):
@@ -48,8 +48,9 @@ def _lines(path: Path):
 @pytest.mark.parametrize("mode", ["ignore", "raise", "many"])
 def test_a_write_cut_short_leaves_no_partial_line_in_front_of_the_next(tmp_path, mode):
     path = tmp_path / "events.jsonl"
-    proc = subprocess.run([sys.executable, "-c", CUT_SHORT, str(path), mode], env=cli_env(),
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", CUT_SHORT, str(path), mode], env=cli_env(), capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("cut:"), proc.stdout
     events = read_all(str(path))

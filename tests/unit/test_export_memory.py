@@ -16,8 +16,8 @@ GROWTH_MB = 30.0  # 10x the events may cost this much more at most ("flat")
 CHILD = """
 import json, resource, sys
 from pathlib import Path
-from workbench.report.export import export_session
-from workbench.session import SessionStore
+from workbench.record.write import export_session
+from workbench.session.store import SessionStore
 out = export_session(SessionStore(Path(sys.argv[1])), sys.argv[2])
 rows = sum(1 for _ in open(out / "metrics" / "steps.csv")) - 1
 report = json.loads((out / "report.json").read_text())
@@ -31,8 +31,13 @@ print(json.dumps({"rss_mb": peak_mb, "csv_rows": rows,
 
 
 def export_in_child(root: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), SID], cwd=str(PROJECT_ROOT), capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), SID],
+        cwd=str(PROJECT_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -4,7 +4,7 @@ The one-pass checks (protocol.step_line_ok, steps_line_ok) never accept a line t
 (type_problem) would flag; a record folded with the fast path equals one folded without it, field by
 field, spool rows included; a batched line folds exactly as the `step` events expand_steps makes of it;
 the CSV spool's rows, formatted a batch at a time, are what csv.writer would have written; and folding
-a stream a block at a time (workbench.foldstream) equals folding its lines one by one.
+a stream a block at a time (workbench.fold.stream) equals folding its lines one by one.
 """
 
 from __future__ import annotations
@@ -16,20 +16,25 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.eventfile import complete_lines
-from workbench.foldstream import fold_stream, has_object
-from workbench.protocol import step_line_ok, steps_line_ok, type_problem
-from workbench.record import JobRecord, expand_steps
-from workbench.steptable import StepTable
+from workbench.events.files import complete_lines
+from workbench.events.protocol import step_line_ok, steps_line_ok, type_problem
+from workbench.events.steps import expand_steps
+from workbench.fold.record import JobRecord
+from workbench.fold.steptable import StepTable
+from workbench.fold.stream import fold_stream, has_object
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CASES = {"checks": 800, "fold": 400, "batched": 300, "rows": 300, "stream": 300}
 
 # Values of the types a step field holds, and of the types it must not hold (bools, strings, lists, objects).
 numbers = st.integers(-3, 10**6) | st.floats(allow_nan=True, allow_infinity=True)
-odd = (st.booleans() | st.text(max_size=4) | st.sampled_from(["nan", "inf", "-inf", "steady"])
-       | st.lists(st.integers(0, 3), max_size=2)
-       | st.dictionaries(st.sampled_from(["a", "env"]), st.integers(), max_size=1))
+odd = (
+    st.booleans()
+    | st.text(max_size=4)
+    | st.sampled_from(["nan", "inf", "-inf", "steady"])
+    | st.lists(st.integers(0, 3), max_size=2)
+    | st.dictionaries(st.sampled_from(["a", "env"]), st.integers(), max_size=1)
+)
 field_values = st.none() | numbers | odd
 phases = st.none() | st.sampled_from(["compile", "recompile", "warmup", "steady", "profiled", "other"])
 MISSING = object()
@@ -49,11 +54,21 @@ def _maybe(draw, value_strategy, typical):
 def step_lines(draw):
     """A `step` event: well typed most of the time, one or more fields wrong or missing otherwise."""
     ev = {"v": 1, "type": "step"}
-    fields = {"seq": st.integers(0, 40), "t": st.none() | numbers, "epoch": st.integers(0, 3),
-              "step": st.integers(0, 10**6), "loss": st.none() | numbers | st.sampled_from(["nan", "inf"]),
-              "step_ms": st.none() | numbers, "batch_size": st.none() | st.integers(1, 128), "phase": phases,
-              "global_step": st.none() | st.integers(0, 10**6), "rank": st.integers(0, 3),
-              "synthetic": st.booleans(), "raw": st.booleans(), "note": st.text(max_size=3)}
+    fields = {
+        "seq": st.integers(0, 40),
+        "t": st.none() | numbers,
+        "epoch": st.integers(0, 3),
+        "step": st.integers(0, 10**6),
+        "loss": st.none() | numbers | st.sampled_from(["nan", "inf"]),
+        "step_ms": st.none() | numbers,
+        "batch_size": st.none() | st.integers(1, 128),
+        "phase": phases,
+        "global_step": st.none() | st.integers(0, 10**6),
+        "rank": st.integers(0, 3),
+        "synthetic": st.booleans(),
+        "raw": st.booleans(),
+        "note": st.text(max_size=3),
+    }
     for name, typical in fields.items():
         if name in ("global_step", "rank", "synthetic", "raw", "note") and draw(st.booleans()):
             continue  # optional fields: often absent
@@ -68,12 +83,18 @@ def steps_lines(draw):
     """A batched `steps` event (lists of step values), sometimes mistyped, uneven or with fields missing."""
     n = draw(st.integers(0, 6))
     ev = {"v": 1, "type": "steps"}
-    fields = {"seq": st.integers(0, 40), "t": st.none() | numbers, "epoch": st.integers(0, 3),
-              "first_step": st.integers(0, 1000), "global_step": st.none() | st.integers(0, 10**6),
-              "loss": st.lists(st.none() | numbers | st.just("nan"), min_size=max(0, n - 1), max_size=n),
-              "step_ms": st.lists(st.none() | numbers, min_size=max(0, n - 1), max_size=n),
-              "batch_size": st.integers(1, 128) | st.lists(st.integers(1, 128), max_size=n + 1),
-              "phase": phases | st.lists(phases, max_size=n + 1), "rank": st.integers(0, 3)}
+    fields = {
+        "seq": st.integers(0, 40),
+        "t": st.none() | numbers,
+        "epoch": st.integers(0, 3),
+        "first_step": st.integers(0, 1000),
+        "global_step": st.none() | st.integers(0, 10**6),
+        "loss": st.lists(st.none() | numbers | st.just("nan"), min_size=max(0, n - 1), max_size=n),
+        "step_ms": st.lists(st.none() | numbers, min_size=max(0, n - 1), max_size=n),
+        "batch_size": st.integers(1, 128) | st.lists(st.integers(1, 128), max_size=n + 1),
+        "phase": phases | st.lists(phases, max_size=n + 1),
+        "rank": st.integers(0, 3),
+    }
     for name, typical in fields.items():
         if name in ("global_step", "rank") and draw(st.booleans()):
             continue
@@ -92,22 +113,42 @@ def _state(rec: JobRecord) -> dict:
         t.spool.seek(0)
         rows = t.spool.read()
     return {
-        "events": rec.events, "damaged": rec.damaged, "damaged_count": rec.damaged_count,
-        "type_counts": dict(rec.type_counts), "seq_problems": rec.seq_problems, "missing": rec.missing_seq,
-        "expected": dict(rec.seq.expected), "last_t": repr(rec.last_t), "synthetic": rec.synthetic,
-        "steps_seen": rec.steps_seen, "unknown": rec.unknown,
-        "series": (repr(s.loss.points), s.loss.per_point, repr(list(s.step_ms)), repr(s.compile_ms), s.warmup_seen,
-                   s.profiled_seen, s.count, repr(s.last), repr((s.first_loss, s.last_loss, s.min_loss))),
+        "events": rec.events,
+        "damaged": rec.damaged,
+        "damaged_count": rec.damaged_count,
+        "type_counts": dict(rec.type_counts),
+        "seq_problems": rec.seq_problems,
+        "missing": rec.missing_seq,
+        "expected": dict(rec.seq.expected),
+        "last_t": repr(rec.last_t),
+        "synthetic": rec.synthetic,
+        "steps_seen": rec.steps_seen,
+        "unknown": rec.unknown,
+        "series": (
+            repr(s.loss.points),
+            s.loss.per_point,
+            repr(list(s.step_ms)),
+            repr(s.compile_ms),
+            s.warmup_seen,
+            s.profiled_seen,
+            s.count,
+            repr(s.last),
+            repr((s.first_loss, s.last_loss, s.min_loss)),
+        ),
         "ranks": {r: (repr(list(v.step_ms)), list(v.sizes), repr(v.last_ms)) for r, v in rec.rank_steps.items()},
-        "table": repr(t.as_dict()), "table_facts": repr((t.main_count, t.first_loss, t.last_loss, t.min_loss,
-                                                         sorted(t.ranks), t.sizes)),
+        "table": repr(t.as_dict()),
+        "table_facts": repr((t.main_count, t.first_loss, t.last_loss, t.min_loss, sorted(t.ranks), t.sizes)),
         "rows": rows,
     }
 
 
 def _record(max_rows: int = 5) -> JobRecord:
-    return JobRecord("train-001", "train", config={"train": {"warmup_steps": 2}},
-                     keep_steps=StepTable(max_rows=max_rows, spool=True, jid="train-001"))
+    return JobRecord(
+        "train-001",
+        "train",
+        config={"train": {"warmup_steps": 2}},
+        keep_steps=StepTable(max_rows=max_rows, spool=True, jid="train-001"),
+    )
 
 
 def _fold(events, fast: bool, max_rows: int = 5) -> JobRecord:
@@ -128,14 +169,62 @@ def test_the_one_pass_checks_accept_only_lines_the_validator_accepts(step, steps
 
 def test_the_one_pass_checks_accept_the_lines_jobs_write():
     """The fast path is taken for the usual lines (else it would be tested but never used)."""
-    assert step_line_ok({"v": 1, "seq": 3, "t": 1.5, "type": "step", "epoch": 1, "step": 3, "loss": 0.5,
-                         "step_ms": 2.0, "batch_size": 64})
-    assert step_line_ok({"v": 1, "seq": 3, "t": 1.5, "type": "step", "epoch": 1, "step": 3, "global_step": 9,
-                         "loss": 2, "step_ms": None, "batch_size": 64, "phase": "steady", "rank": 1})
-    assert steps_line_ok({"v": 1, "seq": 3, "t": 1.5, "type": "steps", "epoch": 1, "first_step": 3,
-                          "loss": [0.5, None], "step_ms": [2.0, 1], "batch_size": 64, "phase": ["compile", None]})
-    assert not step_line_ok({"v": 1, "seq": 3, "t": 1.5, "type": "step", "epoch": 1, "step": True, "loss": 0.5,
-                             "step_ms": 2.0, "batch_size": 64})
+    assert step_line_ok(
+        {
+            "v": 1,
+            "seq": 3,
+            "t": 1.5,
+            "type": "step",
+            "epoch": 1,
+            "step": 3,
+            "loss": 0.5,
+            "step_ms": 2.0,
+            "batch_size": 64,
+        }
+    )
+    assert step_line_ok(
+        {
+            "v": 1,
+            "seq": 3,
+            "t": 1.5,
+            "type": "step",
+            "epoch": 1,
+            "step": 3,
+            "global_step": 9,
+            "loss": 2,
+            "step_ms": None,
+            "batch_size": 64,
+            "phase": "steady",
+            "rank": 1,
+        }
+    )
+    assert steps_line_ok(
+        {
+            "v": 1,
+            "seq": 3,
+            "t": 1.5,
+            "type": "steps",
+            "epoch": 1,
+            "first_step": 3,
+            "loss": [0.5, None],
+            "step_ms": [2.0, 1],
+            "batch_size": 64,
+            "phase": ["compile", None],
+        }
+    )
+    assert not step_line_ok(
+        {
+            "v": 1,
+            "seq": 3,
+            "t": 1.5,
+            "type": "step",
+            "epoch": 1,
+            "step": True,
+            "loss": 0.5,
+            "step_ms": 2.0,
+            "batch_size": 64,
+        }
+    )
 
 
 @settings(max_examples=CASES["fold"], **SETTINGS)
@@ -148,8 +237,12 @@ def test_the_fast_fold_equals_the_generic_fold(events, max_rows):
 @given(st.lists(steps_lines(), max_size=8))
 def test_a_batched_line_folds_as_the_step_events_it_stands_for(lines):
     batched = _fold(lines, True, max_rows=1000)
-    single = JobRecord("train-001", "train", config={"train": {"warmup_steps": 2}},
-                       keep_steps=StepTable(max_rows=1000, spool=True, jid="train-001"))
+    single = JobRecord(
+        "train-001",
+        "train",
+        config={"train": {"warmup_steps": 2}},
+        keep_steps=StepTable(max_rows=1000, spool=True, jid="train-001"),
+    )
     for ev in lines:
         if type_problem(ev) is None and not ev.get("raw"):
             for step in expand_steps(ev):
@@ -163,8 +256,17 @@ def test_a_long_run_of_step_lines_folds_the_same_either_way():
     """Thinning, seq jumps, warm-up inference and rank windows over a few thousand lines."""
     events = []
     for i in range(3000):
-        ev = {"v": 1, "seq": i if i % 997 else i + 1, "t": 1.0 + i, "type": "step", "epoch": 1 + i // 1000,
-              "step": i, "loss": 1.0 / (1 + i), "step_ms": 0.5 + i % 7, "batch_size": 64}
+        ev = {
+            "v": 1,
+            "seq": i if i % 997 else i + 1,
+            "t": 1.0 + i,
+            "type": "step",
+            "epoch": 1 + i // 1000,
+            "step": i,
+            "loss": 1.0 / (1 + i),
+            "step_ms": 0.5 + i % 7,
+            "batch_size": 64,
+        }
         if i % 5 == 0:
             ev["rank"] = i % 3
         if i % 11 == 0:
@@ -175,8 +277,15 @@ def test_a_long_run_of_step_lines_folds_the_same_either_way():
     assert fast.step_table.count == 3000 and fast.steps_seen == 3000
 
 
-cells = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | st.just("None")
-         | st.text(alphabet=st.sampled_from('ab,"\r\n N1.'), max_size=5) | st.text(max_size=3))
+cells = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats()
+    | st.just("None")
+    | st.text(alphabet=st.sampled_from('ab,"\r\n N1.'), max_size=5)
+    | st.text(max_size=3)
+)
 
 
 @settings(max_examples=CASES["rows"], **SETTINGS)
@@ -190,15 +299,26 @@ def test_the_spool_holds_what_csv_writer_writes(rows, jid):
     table.copy_rows(out)
     expected = io.StringIO()
     csv.writer(expected, lineterminator="\n").writerows(
-        [(jid, epoch, step, loss, ms, size, rank, phase) for rank, epoch, step, loss, ms, size, phase in rows])
+        [(jid, epoch, step, loss, ms, size, rank, phase) for rank, epoch, step, loss, ms, size, phase in rows]
+    )
     assert out.getvalue() == expected.getvalue()
 
 
-line_variants = st.sampled_from([b"", b"   ", b"\r", b"not json", b"[1, 2]", b"{}", b'{"type": "log"}  ', b"\xff\xfe",
-                                 b'{"v":1,"seq":0,"t":1.0,"type":"log","level":"info","message":"\xc3\xa9"}\r',
-                                 b'{"v":1,"seq":0,"type":"step"}{"v":1,"seq":1,"type":"step"}',
-                                 b' {"v":1,"seq":2,"t":1.0,"type":"check","id":"x","title":"t","status":"blocked",'
-                                 b'"evidence":{"env":{"A":"1"}}}'])
+line_variants = st.sampled_from(
+    [
+        b"",
+        b"   ",
+        b"\r",
+        b"not json",
+        b"[1, 2]",
+        b"{}",
+        b'{"type": "log"}  ',
+        b"\xff\xfe",
+        b'{"v":1,"seq":0,"t":1.0,"type":"log","level":"info","message":"\xc3\xa9"}\r',
+        b'{"v":1,"seq":0,"type":"step"}{"v":1,"seq":1,"type":"step"}',
+        b' {"v":1,"seq":2,"t":1.0,"type":"check","id":"x","title":"t","status":"blocked","evidence":{"env":{"A":"1"}}}',
+    ]
+)
 
 
 @st.composite
@@ -225,15 +345,17 @@ def test_folding_a_stream_by_blocks_equals_folding_its_lines(data, block):
         def transform(ev):
             seen[name].append(json.dumps(ev, sort_keys=True))
             return dict(ev, masked=True)
+
         return transform
 
-    chunks = [data[i:i + block] for i in range(0, len(data), block)]
+    chunks = [data[i : i + block] for i in range(0, len(data), block)]
     by_blocks, by_lines = _record(), _record()
     tail_a, tail_b = [], []
     fold_stream(by_blocks, iter(chunks), tail_a, marker("stream"), objects_only=True)
     lines_transform = marker("lines")
-    by_lines.ingest_lines(complete_lines(iter(chunks), tail_b),
-                          lambda ev: lines_transform(ev) if has_object(ev) else ev, keep=False)
+    by_lines.ingest_lines(
+        complete_lines(iter(chunks), tail_b), lambda ev: lines_transform(ev) if has_object(ev) else ev, keep=False
+    )
     assert tail_a == tail_b
     assert seen["stream"] == seen["lines"]
     assert _state(by_blocks) == _state(by_lines)

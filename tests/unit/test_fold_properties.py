@@ -13,62 +13,165 @@ from types import SimpleNamespace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.protocol import FIELD_TYPES, REQUIRED, Evidence, decode_line, encode, type_problem, validate
-from workbench.record import JobRecord, SessionModel
-from workbench.session import JobStatus
-from workbench.textlog import format_event
+from workbench.events.protocol import FIELD_TYPES, REQUIRED, Evidence, decode_line, encode, type_problem, validate
+from workbench.events.text import format_event
+from workbench.fold.record import JobRecord, SessionModel
+from workbench.session.store import JobStatus
 from workbench.views.registry import VIEWS
 
 CASES = {"validator": 600, "fold": 600, "lines": 400, "views": 700, "collect": 300}
 
 BASE = {"v": 1, "t": 1700000000.0}
 TEMPLATES = {
-    "started": {"kind": "train", "pid": 1, "python": "p", "argv": ["a"], "version": "0.1.0", "scope": "all",
-                "device": {"requested": "auto", "resolved": "CPU", "id": 0, "why": "x"}},
+    "started": {
+        "kind": "train",
+        "pid": 1,
+        "python": "p",
+        "argv": ["a"],
+        "version": "0.1.0",
+        "scope": "all",
+        "device": {"requested": "auto", "resolved": "CPU", "id": 0, "why": "x"},
+    },
     "log": {"level": "warning", "message": "m"},
-    "check": {"id": "side.ref", "title": "t", "status": Evidence.PASS, "detail": "d", "hint": None, "format": "ckpt",
-              "evidence": {"counts": {"train": [1, 2]}, "dir": "/d", "searched": ["/d"], "label": "CPU",
-                           "samples": 3, "classes_covered": [0], "pairs": [[0, 1, 2]]}},
+    "check": {
+        "id": "side.ref",
+        "title": "t",
+        "status": Evidence.PASS,
+        "detail": "d",
+        "hint": None,
+        "format": "ckpt",
+        "evidence": {
+            "counts": {"train": [1, 2]},
+            "dir": "/d",
+            "searched": ["/d"],
+            "label": "CPU",
+            "samples": 3,
+            "classes_covered": [0],
+            "pairs": [[0, 1, 2]],
+        },
+    },
     "progress": {"done": 1, "total": 4, "unit": "steps", "phase": "train"},
     "step": {"epoch": 1, "step": 1, "loss": 0.5, "step_ms": 2.0, "batch_size": 8, "phase": "steady"},
-    "steps": {"epoch": 1, "first_step": 1, "loss": [0.5, 0.4], "step_ms": [2.0, 2.1], "batch_size": 8,
-              "phase": ["compile", "steady"]},
-    "epoch": {"epoch": 1, "train_loss": 0.5, "samples": 8, "is_best": True, "epoch_s": 1.0,
-              "val": {"accuracy": 0.5, "macro_f1": 0.4, "confusion": [[1, 0], [0, 1]],
-                      "per_class": [{"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 1},
-                                    {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 1}]}},
-    "perf": {"first_step_s": 1.0, "warmup_steps": 2, "peak_host_rss_mb": 100.0, "peak_device_mb": None, "sync": "s",
-             "scope": "run", "steady": {"n": 3, "median_ms": 2.0, "p95_ms": 3.0, "images_per_s": 100.0}},
-    "tensor_diff": {"name": "logits", "shape": [2, 3], "dtype": {"ref": "float32", "cand": "float16"}, "atol": 1e-3,
-                    "rtol": 1e-3, "max_abs": 0.1, "max_rel": 0.2, "mismatch_ratio": 0.0, "worst_index": [0, 1],
-                    "passed": False, "worst": {"ref": 1.0, "cand": 1.1},
-                    "flips": {"n": 2, "count": 1, "pairs": [[0, 1, 1]]},
-                    "hist": {"zeros": 1, "edges": [0.0, 0.1, 0.2], "counts": [1, 2], "nonfinite": 0}},
+    "steps": {
+        "epoch": 1,
+        "first_step": 1,
+        "loss": [0.5, 0.4],
+        "step_ms": [2.0, 2.1],
+        "batch_size": 8,
+        "phase": ["compile", "steady"],
+    },
+    "epoch": {
+        "epoch": 1,
+        "train_loss": 0.5,
+        "samples": 8,
+        "is_best": True,
+        "epoch_s": 1.0,
+        "val": {
+            "accuracy": 0.5,
+            "macro_f1": 0.4,
+            "confusion": [[1, 0], [0, 1]],
+            "per_class": [
+                {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 1},
+                {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 1},
+            ],
+        },
+    },
+    "perf": {
+        "first_step_s": 1.0,
+        "warmup_steps": 2,
+        "peak_host_rss_mb": 100.0,
+        "peak_device_mb": None,
+        "sync": "s",
+        "scope": "run",
+        "steady": {"n": 3, "median_ms": 2.0, "p95_ms": 3.0, "images_per_s": 100.0},
+    },
+    "tensor_diff": {
+        "name": "logits",
+        "shape": [2, 3],
+        "dtype": {"ref": "float32", "cand": "float16"},
+        "atol": 1e-3,
+        "rtol": 1e-3,
+        "max_abs": 0.1,
+        "max_rel": 0.2,
+        "mismatch_ratio": 0.0,
+        "worst_index": [0, 1],
+        "passed": False,
+        "worst": {"ref": 1.0, "cand": 1.1},
+        "flips": {"n": 2, "count": 1, "pairs": [[0, 1, 1]]},
+        "hist": {"zeros": 1, "edges": [0.0, 0.1, 0.2], "counts": [1, 2], "nonfinite": 0},
+    },
     "artifact": {"path": "artifacts/p.npz", "kind": "preview", "bytes": 3, "sha256": "ab"},
-    "result": {"summary": {"split": {"seed": 1, "val_fraction": 0.1}, "counts": {"train": [1]}, "files": [{}],
-                           "class_names": ["a"], "probes": [{}], "devices": [{}], "processes": [{}],
-                           "reference": {"samples": 1}, "profile": {"top_ops": []}, "from": "train-001", "dir": "/d"}},
+    "result": {
+        "summary": {
+            "split": {"seed": 1, "val_fraction": 0.1},
+            "counts": {"train": [1]},
+            "files": [{}],
+            "class_names": ["a"],
+            "probes": [{}],
+            "devices": [{}],
+            "processes": [{}],
+            "reference": {"samples": 1},
+            "profile": {"top_ops": []},
+            "from": "train-001",
+            "dir": "/d",
+        }
+    },
     "finished": {"status": "failed", "error": {"type": "E", "message": "m", "hint": "h"}},
-    "device": {"ai_core_pct": 10.0, "mem_used_mb": 1.0, "mem_total_mb": 2.0, "temp_c": 40.0, "power_w": 5.0,
-               "health": "OK", "npu": 0, "chip": 0},
+    "device": {
+        "ai_core_pct": 10.0,
+        "mem_used_mb": 1.0,
+        "mem_total_mb": 2.0,
+        "temp_c": 40.0,
+        "power_w": 5.0,
+        "health": "OK",
+        "npu": 0,
+        "chip": 0,
+    },
 }
 assert set(TEMPLATES) == set(REQUIRED)
 # Every field the table types, every nested field a reader opens, and the envelope.
-NESTED = {"started": ["device.resolved", "device.id"], "check": ["evidence.counts", "evidence.searched",
-                                                                 "evidence.classes_covered", "evidence.label"],
-          "epoch": ["val.per_class", "val.accuracy", "val.confusion"], "perf": ["steady.median_ms", "steady.n"],
-          "tensor_diff": ["worst.ref", "hist.edges", "hist.counts", "flips.pairs", "shape.ref", "dtype.ref"],
-          "result": ["summary.split", "summary.counts", "summary.files", "summary.class_names", "summary.probes",
-                     "summary.devices", "summary.reference", "summary.from", "summary.dir", "summary.profile"],
-          "finished": ["error.message", "error.type"]}
-PATHS = {kind: sorted(set(FIELD_TYPES[kind]) | set(TEMPLATES[kind]) | set(NESTED.get(kind, [])))
-         + ["seq", "t", "rank", "type", "synthetic"] for kind in TEMPLATES}
+NESTED = {
+    "started": ["device.resolved", "device.id"],
+    "check": ["evidence.counts", "evidence.searched", "evidence.classes_covered", "evidence.label"],
+    "epoch": ["val.per_class", "val.accuracy", "val.confusion"],
+    "perf": ["steady.median_ms", "steady.n"],
+    "tensor_diff": ["worst.ref", "hist.edges", "hist.counts", "flips.pairs", "shape.ref", "dtype.ref"],
+    "result": [
+        "summary.split",
+        "summary.counts",
+        "summary.files",
+        "summary.class_names",
+        "summary.probes",
+        "summary.devices",
+        "summary.reference",
+        "summary.from",
+        "summary.dir",
+        "summary.profile",
+    ],
+    "finished": ["error.message", "error.type"],
+}
+PATHS = {
+    kind: sorted(set(FIELD_TYPES[kind]) | set(TEMPLATES[kind]) | set(NESTED.get(kind, [])))
+    + ["seq", "t", "rank", "type", "synthetic"]
+    for kind in TEMPLATES
+}
 
-scalars = (st.none() | st.booleans() | st.integers(-2, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
-           | st.text(max_size=6) | st.sampled_from(["nan", "inf", "-inf", Evidence.PASS, "steady", "preview"]))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.sampled_from(["ref", "cand", "f1", "train", "x"]) | st.text(max_size=4),
-                                             inner, max_size=3), max_leaves=6)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["nan", "inf", "-inf", Evidence.PASS, "steady", "preview"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["ref", "cand", "f1", "train", "x"]) | st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def _set(event, path, value):
@@ -165,25 +268,80 @@ def _jsonable(ev):
 
 def _job(jid, kind, created, state="ok"):
     status = JobStatus(state, "" if state in ("ok", "running") else "reason", 1.0)
-    return SimpleNamespace(jid=jid, kind=kind, spec={"created": created, "device": {"resolved": "CPU"}}, dir=None,
-                           status=status)
+    return SimpleNamespace(
+        jid=jid, kind=kind, spec={"created": created, "device": {"resolved": "CPU"}}, dir=None, status=status
+    )
 
 
 MODEL_READS = {
     "environment": ["ordered_checks", "counts", "first_failing", "devices", "processes", "device"],
-    "data": ["seed", "val_fraction", "counts", "files", "data_dir", "searched", "class_names", "check_tally",
-             "synthetic", "artifacts", "logs", ("samples", 0)],
-    "training": ["tests", "cfg", "loss", "step_ms", "compile_ms", "last_step", "epochs", "perf", "checks",
-                 "rank_step_ms", "slowest_rank", "rank_images_per_s", "global_images_per_s", "best", "latest_val",
-                 "weakest_class", "planned_epochs", "eta_s", "test_count"],
-    "alignment": ["sides", "matched", "diffs", "verdict", "first_failure", "flips", "default_selection",
-                  ("label", "ref"), ("side_status", "cand"), ("diff", "logits")],
-    "export": ["artifacts", "logs", "load_checks", "other_checks", "artifact_rows", "hash_lines", "reference",
-               "counts"],
+    "data": [
+        "seed",
+        "val_fraction",
+        "counts",
+        "files",
+        "data_dir",
+        "searched",
+        "class_names",
+        "check_tally",
+        "synthetic",
+        "artifacts",
+        "logs",
+        ("samples", 0),
+    ],
+    "training": [
+        "tests",
+        "cfg",
+        "loss",
+        "step_ms",
+        "compile_ms",
+        "last_step",
+        "epochs",
+        "perf",
+        "checks",
+        "rank_step_ms",
+        "slowest_rank",
+        "rank_images_per_s",
+        "global_images_per_s",
+        "best",
+        "latest_val",
+        "weakest_class",
+        "planned_epochs",
+        "eta_s",
+        "test_count",
+    ],
+    "alignment": [
+        "sides",
+        "matched",
+        "diffs",
+        "verdict",
+        "first_failure",
+        "flips",
+        "default_selection",
+        ("label", "ref"),
+        ("side_status", "cand"),
+        ("diff", "logits"),
+    ],
+    "export": [
+        "artifacts",
+        "logs",
+        "load_checks",
+        "other_checks",
+        "artifact_rows",
+        "hash_lines",
+        "reference",
+        "counts",
+    ],
     "session": ["ordered"],
 }
-KIND_OF = {"environment": "env", "data": "data", "training": "train", "alignment": "align", "export": "export",
-           "session": "drill"}
+KIND_OF = {
+    "environment": "env",
+    "data": "data",
+    "training": "train",
+    "alignment": "align",
+    "export": "export",
+    "session": "drill",
+}
 
 
 @settings(max_examples=CASES["views"], **SETTINGS)
@@ -218,20 +376,32 @@ def test_screen_models_never_raise(name, batches):
 @settings(max_examples=CASES["collect"], **SETTINGS)
 @given(st.lists(events(), max_size=8), st.sampled_from(["train", "env", "data", "align", "export", "test", "drill"]))
 def test_the_record_collection_and_report_never_raise(tmp_path_factory, evs, kind):
-    from workbench.atomic import write_json
-    from workbench.report import appendix, markdown, metrics_csv
-    from workbench.report.collect import collect
-    from workbench.session import SessionStore
+    from workbench.record import metrics_csv
+    from workbench.record.collect import collect
+    from workbench.record.markdown import appendix
+    from workbench.record.markdown import report as markdown
+    from workbench.session.store import SessionStore
+    from workbench.system.atomic import write_json
 
     store = SessionStore(tmp_path_factory.mktemp("s"))
     sid = store.create()
     job = store.root / sid / "jobs" / ("%s-001" % kind)
     job.mkdir(parents=True)
-    write_json(job / "job.json", {"jid": job.name, "kind": kind, "created": 1.0, "command": ["x"],
-                                  "device": {"resolved": "CPU", "id": 0}, "env": {}})
+    write_json(
+        job / "job.json",
+        {
+            "jid": job.name,
+            "kind": kind,
+            "created": 1.0,
+            "command": ["x"],
+            "device": {"resolved": "CPU", "id": 0},
+            "env": {},
+        },
+    )
     write_json(job / "exit.json", {"returncode": 0, "signal": None, "duration_s": 1.0})
-    job.joinpath("events.jsonl").write_bytes(b"".join(
-        encode(ev).encode() if _jsonable(ev) else b"not json\n" for ev in _numbered(evs)))
+    job.joinpath("events.jsonl").write_bytes(
+        b"".join(encode(ev).encode() if _jsonable(ev) else b"not json\n" for ev in _numbered(evs))
+    )
     report = collect(store, sid)
     json.dumps(report, allow_nan=False, default=str)
     markdown.render(report)

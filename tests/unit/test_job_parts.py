@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import PROJECT_ROOT, cli_env
-from workbench import config
-from workbench.atomic import read_json, write_json
-from workbench.jobconfig import JobConfig
-from workbench.jobkit import JobContext
-from workbench.protocol import Evidence, read_all
+from tests.conftest import cli_env
+from workbench.config import layers as config
+from workbench.events.protocol import Evidence, read_all
+from workbench.jobkit.config import JobConfig
+from workbench.jobkit.context import JobContext
+from workbench.system.atomic import read_json, write_json
 
 
 def job_context(tmp_path: Path, kind: str, **sections) -> JobContext:
@@ -23,8 +23,14 @@ def job_context(tmp_path: Path, kind: str, **sections) -> JobContext:
     job_dir = tmp_path / "sessions" / "sid" / "jobs" / ("%s-001" % kind)
     job_dir.mkdir(parents=True)
     write_json(job_dir / "config.json", cfg)
-    write_json(job_dir / "job.json", {"kind": kind, "jid": "%s-001" % kind, "device": {
-        "requested": "CPU", "resolved": "CPU", "id": 0, "why": "asked for CPU"}})
+    write_json(
+        job_dir / "job.json",
+        {
+            "kind": kind,
+            "jid": "%s-001" % kind,
+            "device": {"requested": "CPU", "resolved": "CPU", "id": 0, "why": "asked for CPU"},
+        },
+    )
     return JobContext(job_dir)
 
 
@@ -35,6 +41,7 @@ def events_of(ctx: JobContext) -> list:
 
 
 # ----- export ---------------------------------------------------------------------------------
+
 
 def test_export_run_keeps_each_batch_size_once_in_order(tmp_path):
     from jobs.export.state import ExportRun
@@ -63,10 +70,16 @@ def test_summary_files_each_check_under_its_format_and_batch():
     def ev(id_, status=Evidence.PASS, **extra):
         return dict({"id": id_, "status": status, "detail": id_}, **extra)
 
-    grouped = checks_by_format([
-        ev("source"), ev("ckpt-reload", format="ckpt", batch_size=23, max_abs=0.0),
-        ev("mindir-export", format="mindir", batch_size=None), ev("mindir-b1", Evidence.FAIL, format="mindir", batch_size=1),
-        ev("lite-cpu", Evidence.NOT_RUN, format="lite"), ev("effective-config.ckpt")])
+    grouped = checks_by_format(
+        [
+            ev("source"),
+            ev("ckpt-reload", format="ckpt", batch_size=23, max_abs=0.0),
+            ev("mindir-export", format="mindir", batch_size=None),
+            ev("mindir-b1", Evidence.FAIL, format="mindir", batch_size=1),
+            ev("lite-cpu", Evidence.NOT_RUN, format="lite"),
+            ev("effective-config.ckpt"),
+        ]
+    )
     assert grouped["ckpt"]["reload"]["max_abs"] == 0.0
     assert grouped["mindir"]["export"]["id"] == "mindir-export"
     assert grouped["mindir"]["batches"]["1"]["status"] == Evidence.FAIL
@@ -77,8 +90,14 @@ def test_summary_files_each_check_under_its_format_and_batch():
 def test_loader_program_runs_under_its_package_name(tmp_path):
     """`python -m jobs.export.load` is the argv the export job starts; the lite probe needs no MindSpore."""
     out = tmp_path / "lite-probe.json"
-    proc = subprocess.run([sys.executable, "-m", "jobs.export.load", "lite-probe", "--out", str(out)],
-                          cwd=str(tmp_path), env=cli_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jobs.export.load", "lite-probe", "--out", str(out)],
+        cwd=str(tmp_path),
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     report = read_json(out)
     assert report["done"] and report["what"] == "lite-probe" and report["ppid"] == os.getpid()
@@ -86,6 +105,7 @@ def test_loader_program_runs_under_its_package_name(tmp_path):
 
 
 # ----- env ------------------------------------------------------------------------------------
+
 
 def test_inventory_gather_emits_nothing_and_has_every_summary_key_but_probes(tmp_path):
     from jobs.env import inventory
@@ -114,10 +134,3 @@ def test_probe_without_a_result_says_hung_crashed_or_exited():
     assert detail == "exited with status 3 without writing a result" and hint is None
     message = "cannot use device Ascend:0: RuntimeError: no device\nmore\nLoad dynamic library libge.so failed"
     assert ms_words(message) == "RuntimeError: no device | Load dynamic library libge.so failed"
-
-
-def test_every_part_is_a_small_module():
-    parts = sorted((PROJECT_ROOT / "jobs" / "export").glob("*.py")) + sorted((PROJECT_ROOT / "jobs" / "env").glob("*.py"))
-    sizes = {p.relative_to(PROJECT_ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in parts}
-    assert len(sizes) > 20
-    assert max(sizes.values()) < 250, sizes

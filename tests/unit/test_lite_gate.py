@@ -1,6 +1,6 @@
 """MindSpore Lite's MindIR version gate, parsed from the message recorded on a 310B4 board."""
 
-from workbench.lite_gate import describe_gate, parse_lite_version_gate
+from workbench.analysis.lite_gate import describe_gate, parse_lite_version_gate
 
 # Verbatim from the course chapter (MindSpore 2.4.10 exporting MindIR version 2, Lite 2.2.11),
 # with its line break.
@@ -20,9 +20,11 @@ def test_course_message_gives_both_versions():
 
 
 def test_message_inside_a_log_keeps_only_its_lines():
-    log = ("[INFO] LITE(1234) model.cc:88 loading\n"
-           "[ERROR] LITE(1234) " + COURSE_MESSAGE.replace("\n", " ") + "\n"
-           "RuntimeError: build_from_file failed! Error is Common error code.\n")
+    log = (
+        "[INFO] LITE(1234) model.cc:88 loading\n"
+        "[ERROR] LITE(1234) " + COURSE_MESSAGE.replace("\n", " ") + "\n"
+        "RuntimeError: build_from_file failed! Error is Common error code.\n"
+    )
     gate = parse_lite_version_gate(log)
     assert (gate["max_supported"], gate["file_version"]) == (1, 2)
     assert "loading" not in gate["message"]
@@ -31,8 +33,10 @@ def test_message_inside_a_log_keeps_only_its_lines():
 
 
 def test_other_spellings_and_versions():
-    text = "This software can only support the maximum MindIR version: 2, please install the latest version " \
-           "to support the MindIR version: 3"
+    text = (
+        "This software can only support the maximum MindIR version: 2, please install the latest version "
+        "to support the MindIR version: 3"
+    )
     gate = parse_lite_version_gate(text)
     assert (gate["max_supported"], gate["file_version"]) == (2, 3)
 

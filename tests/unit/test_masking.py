@@ -6,36 +6,51 @@ import json
 
 import pytest
 
-from workbench.envvars import masked_names, record_env
-from workbench.masking import MASK, PART_MASK, mask_text, mask_value, secret_parts
-from workbench.report.secrets import Scrubber, env_secret_values, scrub_pairs
+from workbench.masking.envvars import masked_names, record_env
+from workbench.masking.rule import MASK, PART_MASK, mask_text, mask_value, secret_parts
+from workbench.masking.scrub import Scrubber, env_secret_values, scrub_pairs
 
 
-@pytest.mark.parametrize("text, want", [
-    ("https://user:pass@host.example.com/repo", "https://***@host.example.com/repo"),
-    ("http://proxyuser:pw@proxy:3128", "http://***@proxy:3128"),
-    ("https://ghp_tokenonly@github.com/x.git", "https://***@github.com/x.git"),
-    ("https://u:p@ss@host/", "https://***@host/"),  # an unescaped @ in the password
-    ("https://host/d?token=abc123&page=2", "https://host/d?token=***&page=2"),
-    ("https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA1%2F2&X-Amz-Signature=deadbeef&X-Amz-Date=2025",
-     "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Date=2025"),
-    ("https://acct.blob.core.windows.net/c/b?sv=2022&sig=Zm9v%3D&se=2030", "https://acct.blob.core.windows.net/c/b?sv=2022&sig=***&se=2030"),
-    ("x?access_key=AK1&secret=S2&password=p3&key=k4&apikey=a5&api_key=a6",
-     "x?access_key=***&secret=***&password=***&key=***&apikey=***&api_key=***"),
-    ("pip install --index-url https://me:s3cr3t@pypi.example/simple pkg",
-     "pip install --index-url https://***@pypi.example/simple pkg"),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("https://user:pass@host.example.com/repo", "https://***@host.example.com/repo"),
+        ("http://proxyuser:pw@proxy:3128", "http://***@proxy:3128"),
+        ("https://ghp_tokenonly@github.com/x.git", "https://***@github.com/x.git"),
+        ("https://u:p@ss@host/", "https://***@host/"),  # an unescaped @ in the password
+        ("https://host/d?token=abc123&page=2", "https://host/d?token=***&page=2"),
+        (
+            "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA1%2F2&X-Amz-Signature=deadbeef&X-Amz-Date=2025",
+            "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Date=2025",
+        ),
+        (
+            "https://acct.blob.core.windows.net/c/b?sv=2022&sig=Zm9v%3D&se=2030",
+            "https://acct.blob.core.windows.net/c/b?sv=2022&sig=***&se=2030",
+        ),
+        (
+            "x?access_key=AK1&secret=S2&password=p3&key=k4&apikey=a5&api_key=a6",
+            "x?access_key=***&secret=***&password=***&key=***&apikey=***&api_key=***",
+        ),
+        (
+            "pip install --index-url https://me:s3cr3t@pypi.example/simple pkg",
+            "pip install --index-url https://***@pypi.example/simple pkg",
+        ),
+    ],
+)
 def test_url_credentials_and_secret_query_values_are_masked_keeping_the_host(text, want):
     assert mask_text(text) == want
 
 
-@pytest.mark.parametrize("text", [
-    "https://host.example.com/path?page=2&keyword=lr&tokens=5x",  # keyword, tokens: not secrets
-    "/usr/local/Ascend/ascend-toolkit/latest:/opt/lib",
-    "epoch 3 step 10 loss 0.25",
-    "user@example.com wrote: a:b@c",  # no scheme://, no URL userinfo
-    "url=http://x",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://host.example.com/path?page=2&keyword=lr&tokens=5x",  # keyword, tokens: not secrets
+        "/usr/local/Ascend/ascend-toolkit/latest:/opt/lib",
+        "epoch 3 step 10 loss 0.25",
+        "user@example.com wrote: a:b@c",  # no scheme://, no URL userinfo
+        "url=http://x",
+    ],
+)
 def test_ordinary_text_is_left_alone(text):
     assert mask_text(text) == text
 
@@ -55,16 +70,26 @@ def test_mask_value_by_name_then_by_content():
 
 
 def test_record_env_masks_values_in_place_and_says_which():
-    env = {"MS_MIRROR": "https://mirror:pw-9f8e@mirror.example.com/ms?token=tok-1234", "PATH": "/bin",
-           "ASCEND_API_KEY": "k-1", "HTTPS_PROXY": "http://u:p@proxy:3128"}
-    assert record_env(env) == {"ASCEND_API_KEY": MASK, "MS_MIRROR": "https://***@mirror.example.com/ms?token=***",
-                               "PATH": "/bin"}
+    env = {
+        "MS_MIRROR": "https://mirror:pw-9f8e@mirror.example.com/ms?token=tok-1234",
+        "PATH": "/bin",
+        "ASCEND_API_KEY": "k-1",
+        "HTTPS_PROXY": "http://u:p@proxy:3128",
+    }
+    assert record_env(env) == {
+        "ASCEND_API_KEY": MASK,
+        "MS_MIRROR": "https://***@mirror.example.com/ms?token=***",
+        "PATH": "/bin",
+    }
     assert masked_names(env) == ["ASCEND_API_KEY", "MS_MIRROR"]
 
 
 def test_secret_parts_are_the_passwords_and_values_not_the_user_names():
     assert secret_parts("ssh://ubuntu@host and https://me:pw-123456@h/x?token=tok-abcdef&a=1 PASSWORD=p4ss") == [
-        "pw-123456", "tok-abcdef", "p4ss"]
+        "pw-123456",
+        "tok-abcdef",
+        "p4ss",
+    ]
 
 
 def test_a_url_password_learned_in_one_file_is_masked_bare_in_another():
@@ -77,14 +102,24 @@ def test_a_url_password_learned_in_one_file_is_masked_bare_in_another():
 
 
 def test_the_exporting_environment_gives_up_its_url_passwords():
-    values = env_secret_values({"HTTPS_PROXY": "http://proxyuser:proxy-pw-42@proxy:3128", "HOME": "/root",
-                                "MY_TOKEN": "tok-abcdef", "SSH_URL": "ssh://ubuntu@host"})
+    values = env_secret_values(
+        {
+            "HTTPS_PROXY": "http://proxyuser:proxy-pw-42@proxy:3128",
+            "HOME": "/root",
+            "MY_TOKEN": "tok-abcdef",
+            "SSH_URL": "ssh://ubuntu@host",
+        }
+    )
     assert values == {"proxy-pw-42", "tok-abcdef"}
 
 
 def test_one_walker_masks_the_same_way_for_files_and_for_the_report():
-    value = {"argv": ["--set", "train.parallel.master_addr=https://u:cfg-pw-99@h.example?access_key=AK-777777"],
-             "api_token": "tok-12345678", "nested": [{"password": "pw"}], "env": {"PATH": "/bin", "HOME": "/root"}}
+    value = {
+        "argv": ["--set", "train.parallel.master_addr=https://u:cfg-pw-99@h.example?access_key=AK-777777"],
+        "api_token": "tok-12345678",
+        "nested": [{"password": "pw"}],
+        "env": {"PATH": "/bin", "HOME": "/root"},
+    }
     scrubber = Scrubber()
     for masked in (scrubber.obj(value), scrubber.report_obj(value)):
         assert masked["argv"][1] == "train.parallel.master_addr=https://***@h.example?access_key=***"

@@ -1,4 +1,4 @@
-"""Unit tests for workbench.metrics: hand-computed confusion, F1, weighted loss and step timing."""
+"""Unit tests for workbench.analysis.metrics: hand-computed confusion, F1, weighted loss and step timing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from workbench.metrics import (
+from workbench.analysis.metrics import (
     classification_report,
     confusion_matrix,
     most_confused_pairs,
@@ -75,9 +75,7 @@ def test_report_absent_but_predicted_class_has_zero_precision():
     # True labels never contain class 1, yet it is predicted once.
     report = classification_report(confusion_matrix([0, 0], [0, 1], n_classes=2))
     assert report["per_class"][1] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
-    assert report["per_class"][0] == pytest.approx(
-        {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2}
-    )
+    assert report["per_class"][0] == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2})
 
 
 def test_report_is_plain_json():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.fashion import CLASS_NAMES
-from workbench.metrics import metrics_report
+from workbench.analysis.metrics import metrics_report
+from workbench.data.fashion import CLASS_NAMES
 
 
 def test_report_names_classes_counts_samples_and_keeps_the_confusion_rows_true():

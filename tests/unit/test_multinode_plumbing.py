@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jobs import msrun_rank
-from workbench.parallel import heartbeat_env
-from workbench.protocol import read_all, validate_file
-from workbench.report.parallel_ranks import parallel_block, parallel_summary, parity_caveat
-from workbench.session import job_status
+from jobs.train import msrun_rank
+from workbench.events.protocol import read_all, validate_file
+from workbench.record.ranks import parallel_block, parallel_summary, parity_caveat
+from workbench.run.msrun import heartbeat_env
+from workbench.session.store import job_status
 
 # Lines MindSpore 2.10's scheduler wrote when node 1's job was killed (msrun_logs/scheduler.log).
 SCHEDULER_LOG = """\
@@ -26,8 +26,9 @@ first one timed out, please check its log.
 def job_dir(tmp_path: Path, node_rank: int = 0) -> Path:
     job = tmp_path / ("train-%03d" % (node_rank + 1))
     (job / "msrun_logs").mkdir(parents=True)
-    (job / "config.json").write_text(json.dumps({"train": {"parallel": {
-        "workers": 2, "local_workers": 1, "node_rank": node_rank}}}))
+    (job / "config.json").write_text(
+        json.dumps({"train": {"parallel": {"workers": 2, "local_workers": 1, "node_rank": node_rank}}})
+    )
     (job / "events.jsonl").write_text("")
     return job
 
@@ -51,8 +52,10 @@ def test_the_log_follower_sees_a_line_written_in_two_pieces(tmp_path):
 
 def test_a_lost_rank_outranks_the_knock_on_failure_reported_before_it(tmp_path):
     job = job_dir(tmp_path)
-    knock_on = {"status": "failed", "error": {"type": "RuntimeError", "rank": 0,
-                                              "message": "rank 0 failed: Launch kernel failed: AllReduce"}}
+    knock_on = {
+        "status": "failed",
+        "error": {"type": "RuntimeError", "rank": 0, "message": "rank 0 failed: Launch kernel failed: AllReduce"},
+    }
     msrun_rank.report(job, knock_on, by="launcher of rank 0")
     lost = msrun_rank.lost_outcome(job, [1], 31.0)
     assert lost["error"]["message"].startswith("rank 1 (node 1) lost: ")
@@ -70,8 +73,10 @@ def test_a_lost_rank_outranks_the_knock_on_failure_reported_before_it(tmp_path):
 def test_a_node_without_rank_0_ends_ok_when_its_first_rank_does(tmp_path):
     job = job_dir(tmp_path, node_rank=1)
     with open(job / "events.jsonl", "a") as fh:
-        fh.write(json.dumps({"v": 1, "seq": 0, "t": 1.0, "type": "finished", "rank": 1, "status": "ok",
-                             "error": None}) + "\n")
+        fh.write(
+            json.dumps({"v": 1, "seq": 0, "t": 1.0, "type": "finished", "rank": 1, "status": "ok", "error": None})
+            + "\n"
+        )
     (job / "exit.json").write_text(json.dumps({"returncode": 0, "duration_s": 38.0}))
     assert job_status(job).label() == "failed: exited 0 without a finished event after 38 s"  # the old report
     (job / "ranks").mkdir()
@@ -91,10 +96,18 @@ def test_a_node_whose_rank_failed_is_not_turned_ok(tmp_path):
 
 def test_the_record_lists_every_rank_the_effective_batch_and_the_caveat():
     cfg = {"train": {"batch_size": 32, "parallel": {"workers": 2, "local_workers": 1}}}
-    perf = [{"type": "perf", "rank": 0, "scope": "run", "steady": {"images_per_s": 1000.0, "median_ms": 30.0, "n": 90}},
-            {"type": "perf", "rank": 0, "scope": "epoch", "steady": {"images_per_s": 5.0}}]
-    result = {"parallel": {"ranks": [{"rank": 0, "images_per_s": 999.0}, {"rank": 1, "images_per_s": 900.0,
-                                                                          "median_ms": 35.0, "steps": 90}]}}
+    perf = [
+        {"type": "perf", "rank": 0, "scope": "run", "steady": {"images_per_s": 1000.0, "median_ms": 30.0, "n": 90}},
+        {"type": "perf", "rank": 0, "scope": "epoch", "steady": {"images_per_s": 5.0}},
+    ]
+    result = {
+        "parallel": {
+            "ranks": [
+                {"rank": 0, "images_per_s": 999.0},
+                {"rank": 1, "images_per_s": 900.0, "median_ms": 35.0, "steps": 90},
+            ]
+        }
+    }
     out = parallel_summary(cfg, perf, result)
     assert out["effective_batch"] == 64
     assert [(r["rank"], r["images_per_s"]) for r in out["ranks"]] == [(0, 1000.0), (1, 900.0)]
@@ -116,5 +129,6 @@ def test_a_rank_that_crashed_here_stays_named_when_the_scheduler_also_reports_it
 def test_the_heartbeat_limit_is_a_third_of_the_stall_limit_within_10_to_30_s():
     def limit(stall_s, environ=None):
         return heartbeat_env({"limits": {"stall_s": stall_s}}, environ or {}).get("MS_NODE_TIMEOUT")
+
     assert [limit(s) for s in (60, 300.0, 20, 0)] == ["20", "30", "10", None]
     assert limit(60, {"MS_NODE_TIMEOUT": "5"}) is None, "the user's own setting wins"

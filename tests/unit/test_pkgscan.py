@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.pkgscan import (
-    duplicates_text, find_origin, label_entry, numpy_abi_verdict, package_report, scan_entry, version_tuple,
+from workbench.analysis.pkgscan import (
+    duplicates_text,
+    find_origin,
+    label_entry,
+    numpy_abi_verdict,
+    package_report,
+    scan_entry,
+    version_tuple,
 )
 
 
@@ -32,7 +38,9 @@ def test_user_site_copy_wins_over_conda_copy_and_both_are_listed(tmp_path):
     assert (rep["found"], rep["version"], rep["label"], rep["duplicates"]) == (True, "2.4.10", "user site", True)
     assert rep["path"] == str(user / "mindspore")
     assert [(c["label"], c["wins"], [d["version"] for d in c["dists"]]) for c in rep["copies"]] == [
-        ("user site", True, ["2.4.10"]), ("site-packages", False, ["2.3.1"])]
+        ("user site", True, ["2.4.10"]),
+        ("site-packages", False, ["2.3.1"]),
+    ]
     assert rep["requires"] == ["numpy>=1.20"]
     text = duplicates_text(rep)
     assert text.startswith("WINS: 2.4.10 (package, user site)") and "2.3.1 (package, site-packages)" in text

@@ -7,7 +7,7 @@ import textwrap
 
 SCRIPT = textwrap.dedent("""
     import json, os, subprocess, sys, threading
-    from workbench.priority import lower_ui_priority, thread_nice
+    from workbench.system.priority import lower_ui_priority, thread_nice
 
     def nice_of(pid):
         with open("/proc/%d/stat" % pid) as fh:
@@ -31,8 +31,13 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(nice):
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(nice)], capture_output=True, text=True, timeout=60,
-                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(nice)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]),
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

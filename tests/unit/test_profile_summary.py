@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.profile_summary import ProfileParseError, short_name, summarize, type_of
+from workbench.analysis.profile import ProfileParseError, short_name, summarize, type_of
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "profile").glob("*/window.json"))
 
@@ -87,8 +87,14 @@ def test_trace_files_are_listed_with_their_tool(recorded):
     profile_dir, window = recorded
     s = summarize(profile_dir, window["steps"])
     kinds = {t["kind"]: t for t in s["trace_files"]}
-    assert kinds["chrome-trace"]["path"].endswith("trace_view.json") or "cpu_timeline_display" in kinds["chrome-trace"]["path"]
-    assert "Perfetto" in kinds["chrome-trace"]["opens_with"] and "MindStudio Insight" in kinds["chrome-trace"]["opens_with"]
+    assert (
+        kinds["chrome-trace"]["path"].endswith("trace_view.json")
+        or "cpu_timeline_display" in kinds["chrome-trace"]["path"]
+    )
+    assert (
+        "Perfetto" in kinds["chrome-trace"]["opens_with"]
+        and "MindStudio Insight" in kinds["chrome-trace"]["opens_with"]
+    )
     assert all((profile_dir / t["path"]).is_file() and t["bytes"] > 0 for t in s["trace_files"])
 
 
@@ -144,12 +150,22 @@ def test_folder_without_profiler_output(tmp_path):
 
 
 def test_short_names_fit_a_table():
-    assert short_name("Gradients/Default/network-WithLossCell/_backbone-SequentialCell/1-Dense/Grad_MatMul/MatMul-op1") \
+    assert (
+        short_name("Gradients/Default/network-WithLossCell/_backbone-SequentialCell/1-Dense/Grad_MatMul/MatMul-op1")
         == "bwd 1-Dense/MatMul-op1"
-    assert short_name("Default/network-WithLossCell/_backbone-SequentialCell/3-Dense/BiasAdd-op0") == "fwd 3-Dense/BiasAdd-op0"
+    )
+    assert (
+        short_name("Default/network-WithLossCell/_backbone-SequentialCell/3-Dense/BiasAdd-op0")
+        == "fwd 3-Dense/BiasAdd-op0"
+    )
     assert short_name("Default/optimizer-Adam/Adam-op2") == "opt Adam-op2"
-    assert short_name("Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
-                      "SparseSoftmaxCrossEntropyWithLogits-op0") == "fwd loss/SparseSoftmaxCrossEntropyWithLogits-op0"
+    assert (
+        short_name(
+            "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
+            "SparseSoftmaxCrossEntropyWithLogits-op0"
+        )
+        == "fwd loss/SparseSoftmaxCrossEntropyWithLogits-op0"
+    )
     assert type_of("Default/optimizer-Adam/Adam-op2") == "Adam"
 
 
@@ -160,7 +176,8 @@ def test_ascend_op_statistic_gives_device_time(tmp_path):
     (tmp_path / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").write_text(
         "Device_id,OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n"
         "0,MatMulV2,AI_CORE,60,600.0,9.0,10.0,11.0,60.0\n"
-        "0,Cast,AI_VECTOR_CORE,200,400.0,1.5,2.0,3.0,40.0\n")
+        "0,Cast,AI_VECTOR_CORE,200,400.0,1.5,2.0,3.0,40.0\n"
+    )
     s = summarize(tmp_path, 20, target="Ascend")
     assert s["device_ms_per_step"] == pytest.approx(0.05)
     assert [t["type"] for t in s["device_types"]] == ["MatMulV2", "Cast"]

@@ -7,9 +7,17 @@ import math
 
 import numpy as np
 
-from workbench.protocol import (EventReader, EventWriter, decode_line, encode, read_all, tail_events, validate,
-                                validate_file)
-from workbench.textlog import format_event
+from workbench.events.protocol import (
+    EventReader,
+    EventWriter,
+    decode_line,
+    encode,
+    read_all,
+    tail_events,
+    validate,
+    validate_file,
+)
+from workbench.events.text import format_event
 
 
 def ev(seq, type_, **fields):
@@ -33,18 +41,38 @@ def write_lines(path, events):
 
 # --- encode / decode ---------------------------------------------------------------------------
 
+
 def test_encode_decode_round_trip():
-    event = ev(3, "check", id="mindspore.import", title="MindSpore imports — 导入", status="observed-pass",
-               detail="", evidence={"version": "2.10.0", "dims": [1, 28, 28], "ok": True, "none": None}, hint=None)
+    event = ev(
+        3,
+        "check",
+        id="mindspore.import",
+        title="MindSpore imports — 导入",
+        status="observed-pass",
+        detail="",
+        evidence={"version": "2.10.0", "dims": [1, 28, 28], "ok": True, "none": None},
+        hint=None,
+    )
     line = encode(event)
     assert line.endswith("\n") and line.count("\n") == 1
     assert decode_line(line.encode("utf-8")) == event
 
 
 def test_encode_turns_non_finite_floats_into_strings():
-    line = encode(ev(0, "step", epoch=1, step=1, loss=float("nan"), step_ms=float("inf"), batch_size=64,
-                     extra={"low": float("-inf"), "seq": [1.5, float("nan")]},
-                     np_scalar=np.float32("nan"), np_array=np.array([1.0, np.inf])))
+    line = encode(
+        ev(
+            0,
+            "step",
+            epoch=1,
+            step=1,
+            loss=float("nan"),
+            step_ms=float("inf"),
+            batch_size=64,
+            extra={"low": float("-inf"), "seq": [1.5, float("nan")]},
+            np_scalar=np.float32("nan"),
+            np_array=np.array([1.0, np.inf]),
+        )
+    )
     assert "NaN" not in line and "Infinity" not in line
     back = json.loads(line)  # strict JSON, readable by any parser
     assert back["loss"] == "nan" and back["step_ms"] == "inf"
@@ -68,6 +96,7 @@ def test_writer_emits_contiguous_seq_and_valid_file(tmp_path):
 
 
 # --- tolerant reader ---------------------------------------------------------------------------
+
 
 def test_torn_last_line_waits_for_its_newline(tmp_path):
     path = tmp_path / "events.jsonl"
@@ -93,7 +122,7 @@ def test_torn_line_completed_byte_by_byte(tmp_path):
     seen = []
     for i in range(len(line)):
         with open(path, "ab") as fh:
-            fh.write(line[i:i + 1])
+            fh.write(line[i : i + 1])
         seen.extend(reader.read_new())
         if i < len(line) - 1:
             assert seen == []
@@ -143,17 +172,25 @@ def test_tail_events_drops_a_cut_first_line(tmp_path):
 
 # --- validator ---------------------------------------------------------------------------------
 
+
 def test_validator_accepts_every_known_type():
     good = [
-        ev(0, "started", kind="drill", pid=1, python="/usr/bin/python3", argv=[], version="0.1.0",
-           device={"requested": "auto", "resolved": "CPU", "why": "x"}),
+        ev(
+            0,
+            "started",
+            kind="drill",
+            pid=1,
+            python="/usr/bin/python3",
+            argv=[],
+            version="0.1.0",
+            device={"requested": "auto", "resolved": "CPU", "why": "x"},
+        ),
         ev(1, "log", level="info", message="m"),
         ev(2, "check", id="a", title="A", status="blocked"),
         ev(3, "progress", done=1, total=2, unit="files"),
         step(4),
         ev(5, "epoch", epoch=1, train_loss=0.3, samples=10, val={}, is_best=True, epoch_s=1.0),
-        ev(6, "perf", first_step_s=1.0, warmup_steps=2, steady={}, peak_host_rss_mb=1.0, peak_device_mb=None,
-           sync="x"),
+        ev(6, "perf", first_step_s=1.0, warmup_steps=2, steady={}, peak_host_rss_mb=1.0, peak_device_mb=None, sync="x"),
         ev(7, "tensor_diff", name="w", shape=[2], atol=0.0, rtol=0.0, max_abs=0.0, passed=True),
         ev(8, "artifact", path="a.ckpt", kind="ckpt", bytes=1, sha256="0" * 64),
         ev(9, "result", summary={}),
@@ -180,11 +217,16 @@ def test_validator_catches_bad_statuses():
     for status in ("observed-pass", "observed-fail", "blocked", "not-run"):
         assert validate(ev(0, "check", id="a", title="A", status=status)) == []
     assert validate(ev(0, "check", id="a", title="A", status="pass")) == [
-        "check status: one of observed-pass, observed-fail, blocked, not-run expected, got a string 'pass'"]
-    assert any("finished status: one of ok, failed, cancelled expected, got a string 'success'" in p
-               for p in validate(ev(0, "finished", status="success", error=None)))
-    assert any("passed: a bool expected, got a string 'yes'" in p for p in validate(
-        ev(0, "tensor_diff", name="w", shape=[1], atol=0, rtol=0, max_abs=0, passed="yes")))
+        "check status: one of observed-pass, observed-fail, blocked, not-run expected, got a string 'pass'"
+    ]
+    assert any(
+        "finished status: one of ok, failed, cancelled expected, got a string 'success'" in p
+        for p in validate(ev(0, "finished", status="success", error=None))
+    )
+    assert any(
+        "passed: a bool expected, got a string 'yes'" in p
+        for p in validate(ev(0, "tensor_diff", name="w", shape=[1], atol=0, rtol=0, max_abs=0, passed="yes"))
+    )
 
 
 def test_validate_file_catches_seq_gaps_and_bad_lines(tmp_path):
@@ -205,8 +247,7 @@ def test_validate_file_catches_seq_gaps_and_bad_lines(tmp_path):
 
 def test_validate_file_counts_seq_per_rank(tmp_path):
     path = tmp_path / "events.jsonl"
-    interleaved = [step(0, rank=0), step(0, rank=1), step(1, rank=1), step(1, rank=0), step(2, rank=0),
-                   step(2, rank=1)]
+    interleaved = [step(0, rank=0), step(0, rank=1), step(1, rank=1), step(1, rank=0), step(2, rank=0), step(2, rank=1)]
     write_lines(path, interleaved)
     assert validate_file(str(path)) == []
 

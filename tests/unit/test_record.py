@@ -7,13 +7,14 @@ import json
 import typing
 from types import SimpleNamespace
 
-from workbench.atomic import write_json
-from workbench.protocol import EVENT_TYPES, FIELD_TYPES, REQUIRED, Evidence, encode, type_problem, validate
-from workbench.record import JobRecord, SessionModel, expand_steps
-from workbench.report import markdown
-from workbench.report.collect import collect
-from workbench.session import SessionStore
-from workbench.textlog import format_event
+from workbench.events.protocol import EVENT_TYPES, FIELD_TYPES, REQUIRED, Evidence, encode, type_problem, validate
+from workbench.events.steps import expand_steps
+from workbench.events.text import format_event
+from workbench.fold.record import JobRecord, SessionModel
+from workbench.record.collect import collect
+from workbench.record.markdown import report as markdown
+from workbench.session.store import SessionStore
+from workbench.system.atomic import write_json
 
 
 def ev(seq, type_, **fields):
@@ -25,8 +26,16 @@ def step(seq, **extra):
 
 
 def epoch(seq, n, accuracy, is_best):
-    return ev(seq, "epoch", epoch=n, train_loss=0.5, samples=8, is_best=is_best, epoch_s=1.0,
-              val={"accuracy": accuracy, "macro_f1": accuracy, "per_class": [], "confusion": []})
+    return ev(
+        seq,
+        "epoch",
+        epoch=n,
+        train_loss=0.5,
+        samples=8,
+        is_best=is_best,
+        epoch_s=1.0,
+        val={"accuracy": accuracy, "macro_f1": accuracy, "per_class": [], "confusion": []},
+    )
 
 
 def test_every_typed_dict_names_the_fields_the_table_types():
@@ -69,8 +78,17 @@ def test_torn_merged_and_missing_lines_are_listed():
 
 
 def test_batched_steps_fold_like_single_steps():
-    batch = ev(0, "steps", epoch=1, first_step=1, loss=[2.0, 1.0, 0.5], step_ms=[900.0, 5.0, 4.0], batch_size=8,
-               phase=["compile", "steady", "steady"], rank=0)
+    batch = ev(
+        0,
+        "steps",
+        epoch=1,
+        first_step=1,
+        loss=[2.0, 1.0, 0.5],
+        step_ms=[900.0, 5.0, 4.0],
+        batch_size=8,
+        phase=["compile", "steady", "steady"],
+        rank=0,
+    )
     assert validate(batch) == []
     assert [s["step"] for s in expand_steps(batch)] == [1, 2, 3]
     one = JobRecord("train-001", "train", config={})
@@ -85,10 +103,22 @@ def test_batched_steps_fold_like_single_steps():
 
 def test_checks_by_id_carry_their_level_and_the_device_observed_on():
     rec = JobRecord("env-001", "env", config={})
-    rec.ingest([ev(0, "started", kind="env", pid=1, python="p", argv=[], version="0",
-                   device={"requested": "auto", "resolved": "Ascend", "id": 0, "why": "npu-smi"}),
-                ev(1, "check", id="probe-add", title="add", status=Evidence.PASS),
-                ev(0, "check", id="probe-add", title="add", status=Evidence.FAIL, rank=1)])
+    rec.ingest(
+        [
+            ev(
+                0,
+                "started",
+                kind="env",
+                pid=1,
+                python="p",
+                argv=[],
+                version="0",
+                device={"requested": "auto", "resolved": "Ascend", "id": 0, "why": "npu-smi"},
+            ),
+            ev(1, "check", id="probe-add", title="add", status=Evidence.PASS),
+            ev(0, "check", id="probe-add", title="add", status=Evidence.FAIL, rank=1),
+        ]
+    )
     (fact,) = rec.check_facts()
     assert fact["status"] == Evidence.PASS and fact["device"] == "Ascend"
     assert list(rec.rank_checks) == ["probe-add@r1"]
@@ -105,8 +135,10 @@ def test_best_epoch_is_the_marked_one_else_the_most_accurate():
 def test_the_newest_job_of_a_kind_is_by_creation_then_id():
     session = SessionModel()
     for jid, created in (("train-002", 5.0), ("train-001", 1.0), ("train-003", 5.0), ("test-001", 9.0)):
-        session.ingest(SimpleNamespace(jid=jid, kind=jid.split("-")[0], spec={"created": created}, dir=None),
-                       [ev(0, "result", summary={"from": "train-003", "accuracy": 0.9})])
+        session.ingest(
+            SimpleNamespace(jid=jid, kind=jid.split("-")[0], spec={"created": created}, dir=None),
+            [ev(0, "result", summary={"from": "train-003", "accuracy": 0.9})],
+        )
     assert session.newest("train").jid == "train-003"
     assert [r.jid for r in session.of_kind("train")] == ["train-001", "train-002", "train-003"]
     assert session.test_evaluations("train-003") == [{"from": "train-003", "accuracy": 0.9, "jid": "test-001"}]
@@ -118,16 +150,35 @@ def test_report_md_names_damaged_lines_and_missing_seq_numbers(tmp_path):
     sid = store.create()
     job = store.root / sid / "jobs" / "train-001"
     job.mkdir(parents=True)
-    write_json(job / "job.json", {"jid": "train-001", "kind": "train", "created": 1.0, "command": ["x"],
-                                  "device": {"resolved": "CPU", "id": 0}, "env": {}})
+    write_json(
+        job / "job.json",
+        {
+            "jid": "train-001",
+            "kind": "train",
+            "created": 1.0,
+            "command": ["x"],
+            "device": {"resolved": "CPU", "id": 0},
+            "env": {},
+        },
+    )
     write_json(job / "exit.json", {"returncode": 0, "signal": None, "duration_s": 1.0})
-    lines = [encode(step(0)), encode(step(1))[:15] + encode(step(2)), encode(step(3, loss="abc")),
-             encode(dict(epoch(4, "2", 0.5, True), val="notadict")), encode(step(5)), encode(step(6))[:12]]
+    lines = [
+        encode(step(0)),
+        encode(step(1))[:15] + encode(step(2)),
+        encode(step(3, loss="abc")),
+        encode(dict(epoch(4, "2", 0.5, True), val="notadict")),
+        encode(step(5)),
+        encode(step(6))[:12],
+    ]
     (job / "events.jsonl").write_text("".join(lines))
     report = collect(store, sid)
     (rec,) = report["jobs"]
     assert [(d["line"], d["what"]) for d in rec["damaged_lines"]] == [
-        (2, "merged"), (3, "wrong type"), (4, "wrong type"), (6, "torn")]
+        (2, "merged"),
+        (3, "wrong type"),
+        (4, "wrong type"),
+        (6, "torn"),
+    ]
     assert rec["missing_seq"] == [{"rank": None, "first": 1, "last": 2}]
     text = markdown.render(report)
     assert "### Damaged event lines and missing seq numbers" in text
@@ -137,13 +188,20 @@ def test_report_md_names_damaged_lines_and_missing_seq_numbers(tmp_path):
 
 
 def test_watch_prints_a_damaged_line_and_goes_on(tmp_path):
-    from workbench.cli import follow
+    from workbench.cli.main import follow
 
     job = tmp_path / "train-001"
     job.mkdir()
-    (job / "events.jsonl").write_text("".join([
-        encode(step(0)), encode(dict(epoch(1, "2", 0.5, True), val="notadict")), encode(step(2, loss="abc")),
-        encode(ev(3, "finished", status="ok", error=None))]))
+    (job / "events.jsonl").write_text(
+        "".join(
+            [
+                encode(step(0)),
+                encode(dict(epoch(1, "2", 0.5, True), val="notadict")),
+                encode(step(2, loss="abc")),
+                encode(ev(3, "finished", status="ok", error=None)),
+            ]
+        )
+    )
     write_json(job / "exit.json", {"returncode": 0, "signal": None, "duration_s": 1.0})
     out = io.StringIO()
     assert follow(job, out_json=False, stream=out, verbose_steps=1) == 0

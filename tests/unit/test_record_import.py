@@ -11,11 +11,17 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.fixtures.sessions.recorded import SID, copy_recorded
-from workbench.imported import IMPORT_MARK, imported_mark
-from workbench.recordimport import RecordRefused, check_members, import_record, reverify_imported_file, verify_record
-from workbench.report.export import export_session
-from workbench.runner import JobRunner, RunnerError
-from workbench.session import SessionStore
+from workbench.record.importing import (
+    RecordRefused,
+    check_members,
+    import_record,
+    reverify_imported_file,
+    verify_record,
+)
+from workbench.record.write import export_session
+from workbench.run.runner import JobRunner, RunnerError
+from workbench.session.imported import IMPORT_MARK, imported_mark
+from workbench.session.store import SessionStore
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +49,13 @@ def rewrite(src: Path, dest: Path, change=None, extra=()) -> Path:
 
 def flip_byte(suffix: str):
     """A change that flips one byte in the middle of the member ending in `suffix`."""
+
     def change(name, data):
         if not name.endswith(suffix):
             return data
         i = len(data) // 2
-        return data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1:]
+        return data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1 :]
+
     return change
 
 
@@ -66,7 +74,7 @@ def test_import_adds_a_read_only_session_that_keeps_its_id_and_host(archive, tmp
     assert not (os.stat(str(session / "jobs" / "train-001" / "events.jsonl")).st_mode & 0o222)
     assert [p.name for p in root.iterdir()] == [SID]  # the temp folder is gone
     with pytest.raises(RunnerError, match="imported record"):
-        from workbench.config import load
+        from workbench.config.layers import load
 
         JobRunner(SessionStore(root)).start(SID, "drill", load(None, []))
 
@@ -115,9 +123,11 @@ def test_a_dot_dot_member_is_refused_before_anything_is_extracted(archive, tmp_p
 
 
 def test_absolute_paths_and_links_out_are_refused(tmp_path):
-    for name, kind, target, why in [("/etc/passwd", tarfile.REGTYPE, "", "absolute path"),
-                                    ("%s/jobs/x" % SID, tarfile.SYMTYPE, "../../../etc", "outside the folder"),
-                                    ("%s/jobs/y" % SID, tarfile.LNKTYPE, "/etc/passwd", "outside the folder")]:
+    for name, kind, target, why in [
+        ("/etc/passwd", tarfile.REGTYPE, "", "absolute path"),
+        ("%s/jobs/x" % SID, tarfile.SYMTYPE, "../../../etc", "outside the folder"),
+        ("%s/jobs/y" % SID, tarfile.LNKTYPE, "/etc/passwd", "outside the folder"),
+    ]:
         path = tmp_path / ("t%d.tar" % len(why))
         with tarfile.open(str(path), "w") as tar:
             info = tarfile.TarInfo(name)
@@ -154,7 +164,9 @@ def test_a_reused_checkpoint_of_an_import_is_re_verified(archive, tmp_path):
     data = bytearray(ckpt.read_bytes())
     data[100] ^= 0xFF
     ckpt.write_bytes(bytes(data))
-    with pytest.raises(RecordRefused, match="best.ckpt of imported session %s: SHA-256 .* (manifest|session).sha256 says" % SID):
+    with pytest.raises(
+        RecordRefused, match="best.ckpt of imported session %s: SHA-256 .* (manifest|session).sha256 says" % SID
+    ):
         reverify_imported_file(ckpt)
     local = tmp_path / "local.ckpt"
     shutil.copyfile(str(ckpt), str(local))
@@ -162,8 +174,8 @@ def test_a_reused_checkpoint_of_an_import_is_re_verified(archive, tmp_path):
 
 
 def test_the_record_and_export_of_an_imported_session_say_so(archive, tmp_path):
-    from workbench.report.collect import collect
-    from workbench.report.markdown import render
+    from workbench.record.collect import collect
+    from workbench.record.markdown.report import render
 
     root = tmp_path / "sessions"
     import_record(root, archive)

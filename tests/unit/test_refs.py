@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from workbench.config import ConfigError, get, load
-from workbench.refs import BadReference, check_jid, check_sid
-from workbench.session import SessionStore
+from workbench.config.layers import ConfigError, get, load
+from workbench.session.refs import BadReference, check_jid, check_sid
+from workbench.session.store import SessionStore
 
 SID = "20250314-101500-a1b2"
 
@@ -38,8 +38,20 @@ def test_session_ids_of_the_store_form_are_accepted(sid):
     assert check_sid(sid) == sid
 
 
-@pytest.mark.parametrize("sid", ["../evil", "/abs/path", "..", ".", "", "20250314-101500-a1b2/..",
-                                 "20250314-101500-a1b2/../x", "x/20250314-101500-a1b2", "20250314-101500-A1B2"])
+@pytest.mark.parametrize(
+    "sid",
+    [
+        "../evil",
+        "/abs/path",
+        "..",
+        ".",
+        "",
+        "20250314-101500-a1b2/..",
+        "20250314-101500-a1b2/../x",
+        "x/20250314-101500-a1b2",
+        "20250314-101500-A1B2",
+    ],
+)
 def test_other_session_ids_are_refused(sid):
     with pytest.raises(BadReference, match="is not a session id"):
         check_sid(sid)
@@ -64,8 +76,12 @@ def test_find_job_takes_ids_only(store, tmp_path):
     sid = store.sessions()[0]
     assert store.find_job("%s/drill-001" % sid) == store.root / sid / "jobs" / "drill-001"
     assert store.find_job("drill-001") == store.root / sid / "jobs" / "drill-001"
-    for ref in ("%s/../../evil/jobs/drill-001" % sid, "../evil/jobs/drill-001", str(tmp_path / "evil/jobs/drill-001"),
-                "%s/jobs/../../../evil/jobs/drill-001" % sid):
+    for ref in (
+        "%s/../../evil/jobs/drill-001" % sid,
+        "../evil/jobs/drill-001",
+        str(tmp_path / "evil/jobs/drill-001"),
+        "%s/jobs/../../../evil/jobs/drill-001" % sid,
+    ):
         with pytest.raises(BadReference):
             store.find_job(ref)
 
@@ -86,8 +102,9 @@ def test_job_reference_keys_take_ids(key, no_user_file):
 
 
 @pytest.mark.parametrize("key", KEYS)
-@pytest.mark.parametrize("value", ["../evil", "./train-001", "train-001/../../x", "x/y/z", "%s/../x" % SID,
-                                   "../%s/train-001" % SID, "evil"])
+@pytest.mark.parametrize(
+    "value", ["../evil", "./train-001", "train-001/../../x", "x/y/z", "%s/../x" % SID, "../%s/train-001" % SID, "evil"]
+)
 def test_job_reference_keys_refuse_relative_paths(key, value, no_user_file):
     with pytest.raises(ConfigError) as info:
         load(sets=["%s=%s" % (key, value)], user_file=no_user_file)

@@ -7,15 +7,32 @@ import json
 import time
 
 from tests.fixtures.sessions.recorded import SID, copy_recorded
-from workbench.atomic import write_json
-from workbench.protocol import encode
-from workbench.report import markdown, metrics_csv
-from workbench.report.collect import FORMULA, collect
-from workbench.session import SessionStore
+from workbench.events.protocol import encode
+from workbench.record import metrics_csv
+from workbench.record.collect import FORMULA, collect
+from workbench.record.markdown import report as markdown
+from workbench.session.store import SessionStore
+from workbench.system.atomic import write_json
 
-SECTIONS = ["format", "generated", "session", "still_running", "environment", "data", "training", "performance",
-            "alignment", "export", "other_jobs", "checks", "jobs_not_ok", "jobs", "not_verified", "limitations",
-            "acceptance"]
+SECTIONS = [
+    "format",
+    "generated",
+    "session",
+    "still_running",
+    "environment",
+    "data",
+    "training",
+    "performance",
+    "alignment",
+    "export",
+    "other_jobs",
+    "checks",
+    "jobs_not_ok",
+    "jobs",
+    "not_verified",
+    "limitations",
+    "acceptance",
+]
 
 
 def _recorded(tmp_path):
@@ -28,9 +45,17 @@ def _job(store, sid, jid, lines, exit_rec=None, created=None):
     """A job folder written by hand: job.json, events.jsonl lines, optional exit.json."""
     job = store.root / sid / "jobs" / jid
     (job / "artifacts").mkdir(parents=True)
-    write_json(job / "job.json", {"jid": jid, "kind": jid.rsplit("-", 1)[0], "created": created or time.time(),
-                                  "command": ["ms-workbench", "run", jid.rsplit("-", 1)[0]],
-                                  "device": {"resolved": "CPU", "id": 0}, "env": {}})
+    write_json(
+        job / "job.json",
+        {
+            "jid": jid,
+            "kind": jid.rsplit("-", 1)[0],
+            "created": created or time.time(),
+            "command": ["ms-workbench", "run", jid.rsplit("-", 1)[0]],
+            "device": {"resolved": "CPU", "id": 0},
+            "env": {},
+        },
+    )
     (job / "events.jsonl").write_bytes(b"".join(l if isinstance(l, bytes) else encode(l).encode() for l in lines))
     if exit_rec is not None:
         write_json(job / "exit.json", exit_rec)
@@ -50,7 +75,14 @@ def test_sections_come_in_the_report_order_and_the_dict_is_json(tmp_path):
 def test_recorded_session_reads_back_every_job_by_kind(tmp_path):
     _, r = _recorded(tmp_path)
     assert [j["jid"] for j in r["session"]["jobs"]] == [
-        "env-001", "data-001", "train-001", "test-001", "align-001", "export-001", "drill-001"]
+        "env-001",
+        "data-001",
+        "train-001",
+        "test-001",
+        "align-001",
+        "export-001",
+        "drill-001",
+    ]
     assert r["session"]["host"] == "devboard-01" and r["session"]["user"] == "dev"
     assert r["session"]["commands"][2]["command_line"].startswith("ms-workbench run train --session %s" % SID)
     (env,) = r["environment"]
@@ -79,8 +111,9 @@ def test_failures_are_listed_with_reasons_and_the_crash_with_its_label(tmp_path)
     reasons = {(c["jid"], c["id"]): c["reason"] for c in r["checks"]["not_passed"]}
     assert reasons[("env-001", "npu-smi")] == "npu-smi is not on PATH"
     assert reasons[("export-001", "mindir-b1")].startswith("exported with a fixed batch of 64")
-    assert r["jobs_not_ok"] == [{"jid": "drill-001", "kind": "drill", "state": "crashed",
-                                 "label": "crashed: SIGSEGV after 41 s", "error": None}]
+    assert r["jobs_not_ok"] == [
+        {"jid": "drill-001", "kind": "drill", "state": "crashed", "label": "crashed: SIGSEGV after 41 s", "error": None}
+    ]
     joined = " ".join(r["not_verified"])
     assert "Ascend" in joined and "Synthetic data" in joined and "grad.fc2.weight" in joined
     assert "No env job" not in joined  # it has one
@@ -100,11 +133,13 @@ def test_empty_session_says_what_is_missing(tmp_path):
 def test_unknown_events_garbage_torn_tail_and_seq_gaps_are_kept_not_fatal(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
-    lines = [_ev(0, "started", kind="drill", pid=1, python="p", argv=[], version="0.1.0", device={}),
-             _ev(1, "gpu_temperature", celsius=71),
-             b"this is not json\n",
-             _ev(3, "step", epoch=1, step=1, loss=0.5, step_ms=2.0, batch_size=8),
-             b'{"v":1,"seq":4,"t":1004.0,"type":"st']
+    lines = [
+        _ev(0, "started", kind="drill", pid=1, python="p", argv=[], version="0.1.0", device={}),
+        _ev(1, "gpu_temperature", celsius=71),
+        b"this is not json\n",
+        _ev(3, "step", epoch=1, step=1, loss=0.5, step_ms=2.0, batch_size=8),
+        b'{"v":1,"seq":4,"t":1004.0,"type":"st',
+    ]
     _job(store, sid, "drill-001", lines, {"returncode": 0, "signal": None, "duration_s": 1.0})
     (job,) = collect(store, sid)["jobs"]
     assert job["unknown"] == [{"seq": 1, "t": 1001.0, "celsius": 71, "type": "gpu_temperature"}]
@@ -145,8 +180,12 @@ def test_a_running_job_is_reported_as_running(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
     # No exit.json and created a moment ago: the runner's "starting" window.
-    _job(store, sid, "train-001", [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0",
-                                       device={})])
+    _job(
+        store,
+        sid,
+        "train-001",
+        [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})],
+    )
     r = collect(store, sid)
     assert r["still_running"] == ["train-001"]
     assert r["jobs_not_ok"] == []
@@ -158,8 +197,12 @@ def test_a_file_written_again_is_checked_at_its_last_artifact_event(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
     versions = (b"state after epoch 1", b"state after epoch 2")
-    lines = [_ev(i, "artifact", path="artifacts/state.ckpt", kind="state", bytes=len(v),
-                 sha256=hashlib.sha256(v).hexdigest()) for i, v in enumerate(versions)]
+    lines = [
+        _ev(
+            i, "artifact", path="artifacts/state.ckpt", kind="state", bytes=len(v), sha256=hashlib.sha256(v).hexdigest()
+        )
+        for i, v in enumerate(versions)
+    ]
     job = _job(store, sid, "train-001", lines)
     (job / "artifacts" / "state.ckpt").write_bytes(versions[-1])
     r = collect(store, sid)

@@ -8,10 +8,13 @@ import json
 import xml.etree.ElementTree as ET
 
 from tests.ui.recorded import FIXTURES
-from workbench.report import metrics_csv, svg
+from workbench.record import metrics_csv
+from workbench.render import svg
 
-SAMPLES = [{k: v for k, v in json.loads(line).items() if k not in ("v", "type")}
-           for line in (FIXTURES / "device_samples_310p3.jsonl").read_text().splitlines()]
+SAMPLES = [
+    {k: v for k, v in json.loads(line).items() if k not in ("v", "type")}
+    for line in (FIXTURES / "device_samples_310p3.jsonl").read_text().splitlines()
+]
 
 
 def test_device_csv_has_one_row_per_sample_in_order():
@@ -31,11 +34,11 @@ def test_device_figure_is_a_valid_svg_with_three_series():
 
 
 def test_a_long_run_keeps_a_bounded_thinned_history_from_first_to_last_sample(tmp_path):
-    from workbench.atomic import write_json
-    from workbench.protocol import encode
-    from workbench.record import DEVICE_HISTORY, DEVICE_SAMPLES, JobRecord
-    from workbench.report.collect import collect
-    from workbench.session import SessionStore
+    from workbench.events.protocol import encode
+    from workbench.fold.record import DEVICE_HISTORY, DEVICE_SAMPLES, JobRecord
+    from workbench.record.collect import collect
+    from workbench.session.store import SessionStore
+    from workbench.system.atomic import write_json
 
     base = json.loads((FIXTURES / "device_samples_310p3.jsonl").read_text().splitlines()[0])
     events = [dict(base, seq=n, t=1000.0 + n, ai_core_pct=float(n % 100)) for n in range(10000)]
@@ -54,8 +57,17 @@ def test_a_long_run_keeps_a_bounded_thinned_history_from_first_to_last_sample(tm
     sid = store.create()
     job = store.root / sid / "jobs" / "train-001"
     job.mkdir(parents=True)
-    write_json(job / "job.json", {"jid": job.name, "kind": "train", "created": 1.0, "command": ["x"],
-                                  "device": {"resolved": "Ascend", "id": 0}, "env": {}})
+    write_json(
+        job / "job.json",
+        {
+            "jid": job.name,
+            "kind": "train",
+            "created": 1.0,
+            "command": ["x"],
+            "device": {"resolved": "Ascend", "id": 0},
+            "env": {},
+        },
+    )
     write_json(job / "exit.json", {"returncode": 0, "signal": None, "duration_s": 1.0})
     (job / "events.jsonl").write_text("".join(encode(ev) for ev in events))
     run = next(j for j in collect(store, sid)["jobs"] if j["jid"] == "train-001")

@@ -14,9 +14,9 @@ import pytest
 
 from screens.screenshots import shooter
 from tests.fixtures.sessions.recorded import API_KEY, SECRET, SID, copy_real, copy_recorded, plant_secrets
-from workbench.report.export import export_session
-from workbench.report.secrets import MASK
-from workbench.session import SessionStore
+from workbench.masking.scrub import MASK
+from workbench.record.write import export_session
+from workbench.session.store import SessionStore
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "report_golden.md"
 SCREENS = ["environment", "data", "training", "alignment", "export", "session"]
@@ -80,9 +80,19 @@ def _hashes(root: Path, skip=(), skip_prefix=None) -> dict:
 def test_export_writes_every_part_of_the_record(exported):
     _, session_dir, out = exported
     assert out == session_dir / "export"
-    for name in ("report.md", "report.json", "manifest.sha256", "%s.tar.gz" % SID, "metrics/steps.csv",
-                 "metrics/epochs.csv", "metrics/per_class.csv", "figures/train-001-loss.svg",
-                 "figures/train-001-step-time.svg", "figures/train-001-confusion.svg", "figures/test-001-confusion.svg"):
+    for name in (
+        "report.md",
+        "report.json",
+        "manifest.sha256",
+        "%s.tar.gz" % SID,
+        "metrics/steps.csv",
+        "metrics/epochs.csv",
+        "metrics/per_class.csv",
+        "figures/train-001-loss.svg",
+        "figures/train-001-step-time.svg",
+        "figures/train-001-confusion.svg",
+        "figures/test-001-confusion.svg",
+    ):
         assert (out / name).is_file(), name
     for svg in out.glob("figures/*.svg"):
         ET.parse(str(svg))
@@ -92,8 +102,11 @@ def test_export_writes_every_part_of_the_record(exported):
 def test_report_structure_matches_the_golden_file(exported_real):
     """report.md's structure, then appendix/checks.md's (where each check row now lives)."""
     _, out = exported_real
-    got = skeleton((out / "report.md").read_text(encoding="utf-8")) + "=== appendix/checks.md\n" + skeleton(
-        (out / "appendix" / "checks.md").read_text(encoding="utf-8"))
+    got = (
+        skeleton((out / "report.md").read_text(encoding="utf-8"))
+        + "=== appendix/checks.md\n"
+        + skeleton((out / "appendix" / "checks.md").read_text(encoding="utf-8"))
+    )
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(got, encoding="utf-8")
     want = GOLDEN.read_text(encoding="utf-8")
@@ -107,7 +120,14 @@ def test_recorded_real_session_is_complete(exported_real):
     artifacts = [a for j in report["jobs"] for a in j["artifacts"]]
     assert artifacts and {a["on_disk"] for a in artifacts} <= {"matches", "superseded"}
     assert [j["jid"] for j in report["session"]["jobs"]] == [
-        "env-001", "data-001", "train-001", "test-001", "align-001", "export-001", "drill-001"]
+        "env-001",
+        "data-001",
+        "train-001",
+        "test-001",
+        "align-001",
+        "export-001",
+        "drill-001",
+    ]
     assert [j["jid"] for j in report["jobs_not_ok"]] == ["drill-001"]
     assert report["jobs_not_ok"][0]["label"].startswith("crashed: SIGSEGV")
     assert report["files"]["screenshots"]["error"] is None
@@ -219,9 +239,16 @@ def test_real_package_verifies_and_holds_code_lock_revision_and_reference(export
     with tarfile.open(str(out / ("%s.tar.gz" % sid))) as tar:
         names = set(tar.getnames())
         tar.extractall(str(tmp_path), filter="data")
-    for rel in ("reproduce/models.py", "reproduce/requirements.lock", "reproduce/revision.json",
-                "reproduce/commands.sh", "reproduce/reference/export-001/inputs.npy",
-                "reproduce/reference/export-001/logits.npy", "manifest.sha256", "session.sha256"):
+    for rel in (
+        "reproduce/models.py",
+        "reproduce/requirements.lock",
+        "reproduce/revision.json",
+        "reproduce/commands.sh",
+        "reproduce/reference/export-001/inputs.npy",
+        "reproduce/reference/export-001/logits.npy",
+        "manifest.sha256",
+        "session.sha256",
+    ):
         assert "%s/export/%s" % (sid, rel) in names, rel
     unpacked = tmp_path / sid / "export"
     proc = _sha256sum("manifest.sha256", unpacked)
@@ -232,7 +259,9 @@ def test_real_package_verifies_and_holds_code_lock_revision_and_reference(export
     assert any(re.match(r"^mindspore==\d", l, re.I) for l in lock) and any(l.startswith("numpy==") for l in lock)
     revision = json.loads((unpacked / "reproduce" / "revision.json").read_text())
     assert len(revision["source_tree_sha256"]) == 64
-    assert revision["git"] is None or (len(revision["git"]["commit"]) == 40 and isinstance(revision["git"]["dirty"], bool))
+    assert revision["git"] is None or (
+        len(revision["git"]["commit"]) == 40 and isinstance(revision["git"]["dirty"], bool)
+    )
     text = (unpacked / "report.md").read_text()
     assert "## 11. Reproduce" in text and "Kernel" not in text and "kernel" in text
     assert "requirements.lock" in text and "reproduce/models.py" in text
@@ -287,7 +316,9 @@ def test_screenshots_that_fail_cost_the_record_its_pictures_only(tmp_path):
     root = tmp_path / "sessions"
     copy_recorded(root)
     store = SessionStore(root)
-    out = export_session(store, SID, None, screenshots=shooter(root, SID, timeout_s=0.01))  # the real renderer, cut short
+    out = export_session(
+        store, SID, None, screenshots=shooter(root, SID, timeout_s=0.01)
+    )  # the real renderer, cut short
     shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
     assert shots == {"files": [], "error": "the screen renderer did not finish within 0 s"}
 
@@ -304,7 +335,7 @@ def test_a_full_disk_while_sealing_leaves_the_previous_record_whole(tmp_path, mo
     """Manifest and archive are written in the staging folder: failing there never swaps in a partial record."""
     import errno
 
-    import workbench.report.export as export_mod
+    import workbench.record.write as export_mod
 
     root = tmp_path / "sessions"
     copy_recorded(root)

@@ -6,8 +6,13 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from workbench.report.manifest import (
-    SessionFiles, manifest_line, manifest_text, parse_manifest, write_archive, write_manifest,
+from workbench.record.manifest import (
+    SessionFiles,
+    manifest_line,
+    manifest_text,
+    parse_manifest,
+    write_archive,
+    write_manifest,
 )
 
 
@@ -45,8 +50,9 @@ def test_manifest_passes_sha256sum_and_a_changed_byte_fails_it(tmp_path):
     _tree(tmp_path)
     files = SessionFiles.snapshot(tmp_path)
     write_manifest(tmp_path / "manifest.sha256", files.entries.values())
-    ok = subprocess.run(["sha256sum", "-c", "--strict", "manifest.sha256"], cwd=str(tmp_path),
-                        capture_output=True, text=True)
+    ok = subprocess.run(
+        ["sha256sum", "-c", "--strict", "manifest.sha256"], cwd=str(tmp_path), capture_output=True, text=True
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.count(": OK") == 3
     (tmp_path / "jobs" / "a-001" / "events.jsonl").write_bytes(b'{"v":2}\n')
@@ -85,7 +91,7 @@ def test_archive_unpacks_to_the_same_files_and_folders(tmp_path):
 
 
 def test_large_files_are_hashed_and_archived_from_disk(tmp_path, monkeypatch):
-    import workbench.report.manifest as manifest
+    import workbench.record.manifest as manifest
 
     monkeypatch.setattr(manifest, "IN_MEMORY_LIMIT_BYTES", 10)
     root = tmp_path / "s"

@@ -7,11 +7,11 @@ import subprocess
 import time
 
 from tests.conftest import cli_argv, cli_env
-from workbench.atomic import read_json, write_json
-from workbench.config import defaults
-from workbench.prune import candidates, prune
-from workbench.runner import JobRunner
-from workbench.session import SessionStore
+from workbench.config.layers import defaults
+from workbench.run.runner import JobRunner
+from workbench.session.prune import candidates, prune
+from workbench.session.store import SessionStore
+from workbench.system.atomic import read_json, write_json
 
 DAY_S = 86400.0
 
@@ -92,6 +92,7 @@ def test_cli_prune_reads_the_answer_from_stdin(tmp_path):
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert store.sessions() == []
     old = _session(store, 10)
-    forced = subprocess.run(argv + ["--yes"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                            env=cli_env(), timeout=60)
+    forced = subprocess.run(
+        argv + ["--yes"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=cli_env(), timeout=60
+    )
     assert forced.returncode == 0 and store.sessions() == []

@@ -4,35 +4,79 @@ import copy
 import json
 
 from tests.unit.test_report_collect import _ev, _job
-from workbench.protocol import encode
-from workbench.report import humanize as h
-from workbench.report import markdown
-from workbench.report.collect import collect
-from workbench.report.limitations import confused_pairs, weakest_classes
-from workbench.session import SessionStore
+from workbench.events.protocol import encode
+from workbench.record.collect import collect
+from workbench.record.limitations import confused_pairs, weakest_classes
+from workbench.record.markdown import report as markdown
+from workbench.render import humanize as h
+from workbench.session.store import SessionStore
 
 NAMES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 
 # The shape helper `accept` adds to report.json ("acceptance"), hand-built until it is on main.
 ACCEPTANCE = {
-    "format": "ms-workbench.acceptance/1",
+    "format": "ms-workbench.acceptance.verdict/1",
     "target": {"device": "CPU", "requested": "auto", "why": "auto → CPU: no /dev/davinci*, no npu-smi"},
     "layers": [
-        {"layer": "task", "verdict": "observed-pass", "summary": "validation and test macro-F1 above their minimums",
-         "observed_on": ["CPU"],
-         "deciding": [{"job": "train-001", "check": "val-macro-f1", "level": "observed-pass", "device": "CPU",
-                       "value": 0.8796, "threshold": 0.85, "detail": "best epoch 5"},
-                      {"job": "test-001", "check": "test-macro-f1", "level": "observed-pass", "device": "CPU",
-                       "value": 0.865, "threshold": 0.84, "detail": "first evaluation"}],
-         "missing": []},
-        {"layer": "framework", "verdict": "observed-fail", "summary": "fp16 alignment outside tolerance",
-         "observed_on": ["CPU"],
-         "deciding": [{"job": "align-002", "check": "alignment", "level": "observed-fail", "device": "CPU",
-                       "value": 0.0097, "threshold": 0.001, "detail": "layer.1.Dense diverges"}],
-         "missing": [{"what": "resume verified against the uninterrupted run", "command": "ms-workbench run resume",
-                      "key": None}]},
-        {"layer": "device", "verdict": "not-run", "summary": "target CPU, no device claim", "observed_on": [],
-         "deciding": [], "missing": [{"what": "a run on an Ascend device", "command": None, "key": "device.target"}]},
+        {
+            "layer": "task",
+            "verdict": "observed-pass",
+            "summary": "validation and test macro-F1 above their minimums",
+            "observed_on": ["CPU"],
+            "deciding": [
+                {
+                    "job": "train-001",
+                    "check": "val-macro-f1",
+                    "level": "observed-pass",
+                    "device": "CPU",
+                    "value": 0.8796,
+                    "threshold": 0.85,
+                    "detail": "best epoch 5",
+                },
+                {
+                    "job": "test-001",
+                    "check": "test-macro-f1",
+                    "level": "observed-pass",
+                    "device": "CPU",
+                    "value": 0.865,
+                    "threshold": 0.84,
+                    "detail": "first evaluation",
+                },
+            ],
+            "missing": [],
+        },
+        {
+            "layer": "framework",
+            "verdict": "observed-fail",
+            "summary": "fp16 alignment outside tolerance",
+            "observed_on": ["CPU"],
+            "deciding": [
+                {
+                    "job": "align-002",
+                    "check": "alignment",
+                    "level": "observed-fail",
+                    "device": "CPU",
+                    "value": 0.0097,
+                    "threshold": 0.001,
+                    "detail": "layer.1.Dense diverges",
+                }
+            ],
+            "missing": [
+                {
+                    "what": "resume verified against the uninterrupted run",
+                    "command": "ms-workbench run resume",
+                    "key": None,
+                }
+            ],
+        },
+        {
+            "layer": "device",
+            "verdict": "not-run",
+            "summary": "target CPU, no device claim",
+            "observed_on": [],
+            "deciding": [],
+            "missing": [{"what": "a run on an Ascend device", "command": None, "key": "device.target"}],
+        },
     ],
     "thresholds": {"task.val_macro_f1_min": 0.85, "task.test_macro_f1_min": 0.84},
     "overall": "observed-fail",
@@ -58,17 +102,48 @@ def _session(tmp_path, epochs_best=(True, True, False)):
     per_class[4] = {"precision": 0.8, "recall": 0.8, "f1": 0.8, "support": 50}
     events = [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})]
     for n, best in enumerate(epochs_best, start=1):
-        events.append(_ev(n, "epoch", epoch=n, train_loss=1.0 / n, samples=500, is_best=best, epoch_s=2.0,
-                          val={"accuracy": 0.8, "macro_f1": 0.7 + n / 100, "per_class": per_class, "confusion": matrix}))
+        events.append(
+            _ev(
+                n,
+                "epoch",
+                epoch=n,
+                train_loss=1.0 / n,
+                samples=500,
+                is_best=best,
+                epoch_s=2.0,
+                val={"accuracy": 0.8, "macro_f1": 0.7 + n / 100, "per_class": per_class, "confusion": matrix},
+            )
+        )
     k = len(events)
     for n in range(1, len(epochs_best) + 1):
-        events.append(_ev(k, "perf", scope="epoch", epoch=n, first_step_s=3.3, warmup_steps=2, batch_size=64,
-                          steady={"n": 7, "median_ms": 3.0 + n, "p95_ms": 9.0, "images_per_s": 15140.3},
-                          peak_host_rss_mb=561.5, peak_device_mb=None))
+        events.append(
+            _ev(
+                k,
+                "perf",
+                scope="epoch",
+                epoch=n,
+                first_step_s=3.3,
+                warmup_steps=2,
+                batch_size=64,
+                steady={"n": 7, "median_ms": 3.0 + n, "p95_ms": 9.0, "images_per_s": 15140.3},
+                peak_host_rss_mb=561.5,
+                peak_device_mb=None,
+            )
+        )
         k += 1
-    events.append(_ev(k, "perf", scope="run", first_step_s=3.3, warmup_steps=2, batch_size=64,
-                      steady={"n": 21, "median_ms": 4.0, "p95_ms": 9.0, "images_per_s": 15140.3},
-                      peak_host_rss_mb=561.5, peak_device_mb=None))
+    events.append(
+        _ev(
+            k,
+            "perf",
+            scope="run",
+            first_step_s=3.3,
+            warmup_steps=2,
+            batch_size=64,
+            steady={"n": 21, "median_ms": 4.0, "p95_ms": 9.0, "images_per_s": 15140.3},
+            peak_host_rss_mb=561.5,
+            peak_device_mb=None,
+        )
+    )
     events.append(_ev(k + 1, "finished", status="ok", error=None))
     _job(store, sid, "train-001", events)
     return store, sid
@@ -126,7 +201,8 @@ def test_limitations_name_the_weakest_classes_and_the_confused_pairs(tmp_path):
 
 def test_weakest_and_confused_ignore_broken_input():
     assert weakest_classes([None, {"f1": "x"}, {"f1": 0.2}], NAMES) == [
-        {"label": 2, "name": "Pullover", "f1": 0.2, "precision": None, "recall": None, "support": None}]
+        {"label": 2, "name": "Pullover", "f1": 0.2, "precision": None, "recall": None, "support": None}
+    ]
     assert confused_pairs("not a matrix", NAMES) == [] and confused_pairs([[0, 0], [0, 0]], NAMES) == []
 
 
@@ -135,8 +211,17 @@ def test_a_parallel_run_lists_every_rank_the_effective_batch_and_the_caveat(tmp_
     sid = store.create()
     events = [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})]
     for rank, rate in ((0, 7000.0), (1, 6800.0)):
-        events.append(_ev(len(events), "perf", scope="run", rank=rank, first_step_s=2.0, warmup_steps=2,
-                          steady={"n": 10, "median_ms": 4.5, "p95_ms": 6.0, "images_per_s": rate}))
+        events.append(
+            _ev(
+                len(events),
+                "perf",
+                scope="run",
+                rank=rank,
+                first_step_s=2.0,
+                warmup_steps=2,
+                steady={"n": 10, "median_ms": 4.5, "p95_ms": 6.0, "images_per_s": rate},
+            )
+        )
     events.append(_ev(len(events), "finished", status="ok", error=None))
     job = _job(store, sid, "train-001", events)
     (job / "config.json").write_text('{"train": {"batch_size": 32, "parallel": {"workers": 2}}}')
@@ -153,34 +238,45 @@ def test_a_parallel_run_lists_every_rank_the_effective_batch_and_the_caveat(tmp_
 def test_the_effective_config_shows_the_resolved_device_and_why():
     decided = {"target": "CPU", "id": 0, "requested": "auto", "why": "auto: no /dev/davinci*, no npu-smi"}
     # The runner's decision in config.json alone, or in job.json alone: either way the record says both.
-    assert markdown.device_text(markdown.effective_device({}, decided)) == \
-        "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"
+    assert (
+        markdown.device_text(markdown.effective_device({}, decided))
+        == "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"
+    )
     job = {"requested": "auto", "resolved": "CPU", "id": 0, "why": "auto: no /dev/davinci*, no npu-smi"}
-    assert markdown.device_text(markdown.effective_device(job, {"target": "auto", "id": 0})) == \
-        "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"
+    assert (
+        markdown.device_text(markdown.effective_device(job, {"target": "auto", "id": 0}))
+        == "auto → CPU:0 (auto: no /dev/davinci*, no npu-smi)"
+    )
 
 
 def test_reproduce_outside_git_hashes_the_source_tree_and_a_missing_interpreter_is_explained(tmp_path):
-    from workbench.report import reproduce
+    from workbench.record import reproduce
 
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "models.py").write_text("def build_net(): pass\n")
+    (tmp_path / "jobs" / "common").mkdir(parents=True)
+    (tmp_path / "jobs" / "common" / "models.py").write_text("def build_net(): pass\n")
     rev = reproduce.code_revision(tmp_path)
     assert rev["git"] is None and rev["git_unavailable"] and rev["source_files_hashed"] == 1
     assert len(rev["source_tree_sha256"]) == 64
-    (tmp_path / "jobs" / "models.py").write_text("def build_net(): return 1\n")
+    (tmp_path / "jobs" / "common" / "models.py").write_text("def build_net(): return 1\n")
     assert reproduce.code_revision(tmp_path)["source_tree_sha256"] != rev["source_tree_sha256"]
-    assert reproduce.model_code(tmp_path) == {"jobs/models.py": b"def build_net(): return 1\n"}
+    assert reproduce.model_code(tmp_path) == {"jobs/common/models.py": b"def build_net(): return 1\n"}
     gone = reproduce.interpreter_packages(str(tmp_path / "no-python"))
     assert gone["lock"] is None and "FileNotFoundError" in gone["error"]
     assert "# Not listed: FileNotFoundError" in reproduce.lock_text(gone, "sid")
 
 
 def test_rerun_commands_name_the_module_not_a_worktree_path():
-    from workbench.report.reproduce import rerun_commands
+    from workbench.record.reproduce import rerun_commands
 
-    (cmd,) = rerun_commands([{"jid": "train-001", "kind": "train",
-                              "command": ["/somewhere/workbench/__main__.py", "run", "train", "--set", "a=b c"]}])
+    (cmd,) = rerun_commands(
+        [
+            {
+                "jid": "train-001",
+                "kind": "train",
+                "command": ["/somewhere/workbench/__main__.py", "run", "train", "--set", "a=b c"],
+            }
+        ]
+    )
     assert cmd["as_run"] == "python -m workbench run train --set 'a=b c'"
     assert cmd["again"] == "python -m workbench run train --config jobs/train-001/config.yaml --session NEW_SID"
 
@@ -188,11 +284,26 @@ def test_rerun_commands_name_the_module_not_a_worktree_path():
 def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
     store, sid = _session(tmp_path)
     events = (store.root / sid / "jobs" / "train-001" / "events.jsonl").read_text().splitlines()
-    per_repeat = [{"median_ms": m, "images_per_s": 64000.0 / m, "steps": 50, "loadavg_1_5_15": [load, 1.0, 1.0]}
-                  for m, load in ((4.0, 1.2), (5.0, 2.5), (4.5, 1.9))]
-    check = _ev(len(events) - 1, "check", id="perf-repeats", title="timing repeats", status="observed-pass",
-                detail="3 repeats", evidence={"repeats": 3, "median_ms": 4.5, "min_ms": 4.0, "max_ms": 5.0,
-                                              "spread_pct": 22.2, "per_repeat": per_repeat})
+    per_repeat = [
+        {"median_ms": m, "images_per_s": 64000.0 / m, "steps": 50, "loadavg_1_5_15": [load, 1.0, 1.0]}
+        for m, load in ((4.0, 1.2), (5.0, 2.5), (4.5, 1.9))
+    ]
+    check = _ev(
+        len(events) - 1,
+        "check",
+        id="perf-repeats",
+        title="timing repeats",
+        status="observed-pass",
+        detail="3 repeats",
+        evidence={
+            "repeats": 3,
+            "median_ms": 4.5,
+            "min_ms": 4.0,
+            "max_ms": 5.0,
+            "spread_pct": 22.2,
+            "per_repeat": per_repeat,
+        },
+    )
     finished = json.loads(events.pop())
     finished["seq"] += 1  # the check takes the finished event's place, which moves one on
     events += [encode(check).rstrip("\n"), encode(finished).rstrip("\n")]
@@ -200,8 +311,10 @@ def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
     report = collect(store, sid)
     assert report["jobs"][0]["seq_problems"] == [] and report["jobs"][0]["missing_seq"] == []
     throughput = markdown.render(report).split("## Throughput")[1].split("## Blocked")[0]
-    assert "timed 3 times after training: median step 4.5 ms, 12 800 images/s to 16 000 images/s (spread 22 %)" \
+    assert (
+        "timed 3 times after training: median step 4.5 ms, 12 800 images/s to 16 000 images/s (spread 22 %)"
         in throughput
+    )
     assert "host load 1-min load average 1.20 to 2.50" in throughput
     assert not any("Timings come from one run" in s for s in report["limitations"]["not_verified"])
 
@@ -225,10 +338,16 @@ def test_the_recorded_parallel_run_lists_both_ranks(tmp_path):
 
 
 def test_the_stack_line_says_what_the_environment_job_found():
-    summary = {"python": {"version": "3.9.18", "implementation": "CPython", "machine": "aarch64", "venv": False},
-               "packages": {"mindspore": {"version": "2.4.10"}, "mindspore_lite": None},
-               "cann": {"found": True, "version": "8.0.RC3"}, "driver": {"found": False}, "firmware": "odd"}
+    summary = {
+        "python": {"version": "3.9.18", "implementation": "CPython", "machine": "aarch64", "venv": False},
+        "packages": {"mindspore": {"version": "2.4.10"}, "mindspore_lite": None},
+        "cann": {"found": True, "version": "8.0.RC3"},
+        "driver": {"found": False},
+        "firmware": "odd",
+    }
     (line, _) = markdown.stack_lines(summary)
-    assert line == ("Stack: Python 3.9.18 (CPython, aarch64); mindspore 2.4.10, mindspore_lite not installed; "
-                    "CANN 8.0.RC3; driver not found; firmware -.")
+    assert line == (
+        "Stack: Python 3.9.18 (CPython, aarch64); mindspore 2.4.10, mindspore_lite not installed; "
+        "CANN 8.0.RC3; driver not found; firmware -."
+    )
     assert markdown.stack_lines("not a dict") == []

@@ -2,25 +2,60 @@
 
 import json
 
-from workbench.report.secrets import MASK, Scrubber, file_kind, looks_like_env, mask_env, scrub_pairs, secret_name
+from workbench.masking.envvars import record_env as mask_env
+from workbench.masking.scrub import MASK, Scrubber, file_kind, looks_like_env, scrub_pairs, secret_name
 
 
 def test_secret_names_are_recognised_by_their_words():
-    for name in ("MS_SECRET_TOKEN", "ASCEND_API_KEY", "apiKey", "password", "DB_PASSWD", "HF_TOKEN",
-                 "AWS_SECRET_ACCESS_KEY", "github_credentials", "Authorization"):
+    for name in (
+        "MS_SECRET_TOKEN",
+        "ASCEND_API_KEY",
+        "apiKey",
+        "password",
+        "DB_PASSWD",
+        "HF_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "github_credentials",
+        "Authorization",
+    ):
         assert secret_name(name), name
-    for name in ("PATH", "KeyError", "key", "num_tokens", "TOKEN_COUNT", "ASCEND_HOME_PATH", "GLOG_v", "sha256",
-                 "KEY_PATH"):
+    for name in (
+        "PATH",
+        "KeyError",
+        "key",
+        "num_tokens",
+        "TOKEN_COUNT",
+        "ASCEND_HOME_PATH",
+        "GLOG_v",
+        "sha256",
+        "KEY_PATH",
+    ):
         assert not secret_name(name), name
 
 
 def test_environment_for_the_report_keeps_the_allow_list_and_masks_secret_names():
-    env = {"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/opt/lib", "PYTHONPATH": "/src", "GLOG_v": "3",
-           "ASCEND_HOME_PATH": "/usr/local/Ascend", "MS_SECRET_TOKEN": "hunter2", "ASCEND_API_KEY": "k-123456",
-           "HOME": "/root", "AWS_SECRET_ACCESS_KEY": "abcd1234", "PYTHONUNBUFFERED": "1"}
+    env = {
+        "PATH": "/usr/bin",
+        "LD_LIBRARY_PATH": "/opt/lib",
+        "PYTHONPATH": "/src",
+        "GLOG_v": "3",
+        "ASCEND_HOME_PATH": "/usr/local/Ascend",
+        "MS_SECRET_TOKEN": "hunter2",
+        "ASCEND_API_KEY": "k-123456",
+        "HOME": "/root",
+        "AWS_SECRET_ACCESS_KEY": "abcd1234",
+        "PYTHONUNBUFFERED": "1",
+    }
     shown = mask_env(env)
-    assert shown == {"ASCEND_API_KEY": MASK, "ASCEND_HOME_PATH": "/usr/local/Ascend", "GLOG_v": "3",
-                     "LD_LIBRARY_PATH": "/opt/lib", "MS_SECRET_TOKEN": MASK, "PATH": "/usr/bin", "PYTHONPATH": "/src"}
+    assert shown == {
+        "ASCEND_API_KEY": MASK,
+        "ASCEND_HOME_PATH": "/usr/local/Ascend",
+        "GLOG_v": "3",
+        "LD_LIBRARY_PATH": "/opt/lib",
+        "MS_SECRET_TOKEN": MASK,
+        "PATH": "/usr/bin",
+        "PYTHONPATH": "/src",
+    }
 
 
 def test_env_mappings_are_told_apart_from_version_summaries():
@@ -32,8 +67,13 @@ def test_env_mappings_are_told_apart_from_version_summaries():
 
 def test_jsonl_masking_keeps_clean_lines_byte_identical():
     clean_line = b'{"v":1,"seq":0,"t":1.5,"type":"log","level":"info","message":"ok"}'
-    dirty = {"v": 1, "seq": 1, "t": 2.0, "type": "result",
-             "summary": {"environment": {"PATH": "/bin", "MS_SECRET_TOKEN": "hunter2"}}}
+    dirty = {
+        "v": 1,
+        "seq": 1,
+        "t": 2.0,
+        "type": "result",
+        "summary": {"environment": {"PATH": "/bin", "MS_SECRET_TOKEN": "hunter2"}},
+    }
     data = clean_line + b"\n" + json.dumps(dirty).encode() + b"\n"
     scrubber = scrub_pairs([("events.jsonl", data)], environ={})
     out = scrubber.file("events.jsonl", data)

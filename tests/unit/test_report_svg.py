@@ -3,15 +3,21 @@
 import math
 import xml.etree.ElementTree as ET
 
-from workbench.report.svg import MAX_POINTS, confusion_svg, line_chart, loss_curve_svg, nice_ticks, step_time_svg
+from workbench.render.svg import MAX_POINTS, confusion_svg, line_chart, loss_curve_svg, nice_ticks, step_time_svg
 
 NS = "{http://www.w3.org/2000/svg}"
 
 
 def _steps(n, compile_ms=900.0):
-    return {"rank": [None] * n, "epoch": [1 + i // (n // 2) for i in range(n)], "step": list(range(1, n + 1)),
-            "loss": [2.0 / (1 + i) for i in range(n)], "step_ms": [compile_ms] + [3.0 + (i % 3) * 0.1 for i in range(n - 1)],
-            "batch_size": [64] * n, "phase": [None] * n}
+    return {
+        "rank": [None] * n,
+        "epoch": [1 + i // (n // 2) for i in range(n)],
+        "step": list(range(1, n + 1)),
+        "loss": [2.0 / (1 + i) for i in range(n)],
+        "step_ms": [compile_ms] + [3.0 + (i % 3) * 0.1 for i in range(n - 1)],
+        "batch_size": [64] * n,
+        "phase": [None] * n,
+    }
 
 
 def test_line_chart_is_valid_svg_with_every_point_up_to_the_limit():
@@ -45,8 +51,12 @@ def test_loss_curve_marks_each_epoch_end_with_its_train_loss():
 
 
 def test_step_time_puts_the_compile_step_off_the_scale_and_names_it():
-    svg = step_time_svg("train-001", _steps(40, compile_ms=2500.0), 3,
-                        {"steady": {"median_ms": 3.1, "p95_ms": 3.2, "n": 36}, "sync": "loss.asnumpy() every step"})
+    svg = step_time_svg(
+        "train-001",
+        _steps(40, compile_ms=2500.0),
+        3,
+        {"steady": {"median_ms": 3.1, "p95_ms": 3.2, "n": 36}, "sync": "loss.asnumpy() every step"},
+    )
     ET.fromstring(svg)
     assert "step 1 (compile): 2500 ms (off the scale)" in svg
     assert "steady median 3.1 ms, P95 3.2 ms over 36 steps; sync: loss.asnumpy() every step" in svg

@@ -10,10 +10,19 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from workbench.protocol import Evidence
-from workbench.runcompare import (Tolerances, class_deltas, compare_runs, config_diff, confusion_diff,
-                                  cross_device_evidence, first_test, loss_series, verdict)
-from workbench.runcompare_io import compare_dirs, fold_job, run_test_evaluations
+from workbench.compare.inputs import compare_dirs, fold_job, run_test_evaluations
+from workbench.compare.runs import (
+    Tolerances,
+    class_deltas,
+    compare_runs,
+    config_diff,
+    confusion_diff,
+    cross_device_evidence,
+    first_test,
+    loss_series,
+    verdict,
+)
+from workbench.events.protocol import Evidence
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
 SID = "20261201-141656-3875"  # two real trainings that differ only in train.lr, each tested once
@@ -42,10 +51,13 @@ def test_the_config_diff_lists_exactly_the_learning_rate(pair):
 
 
 def test_config_diff_names_absent_keys_and_how_it_ran_keys():
-    diff = config_diff({"train": {"lr": 0.1}, "python": "/a/python"}, {"train": {"lr": 0.1, "seed": 2},
-                                                                      "python": "/b/python"})
-    assert diff == [{"key": "python", "a": "/a/python", "b": "/b/python", "training": False},
-                    {"key": "train.seed", "a": "(absent)", "b": 2, "training": True}]
+    diff = config_diff(
+        {"train": {"lr": 0.1}, "python": "/a/python"}, {"train": {"lr": 0.1, "seed": 2}, "python": "/b/python"}
+    )
+    assert diff == [
+        {"key": "python", "a": "/a/python", "b": "/b/python", "training": False},
+        {"key": "train.seed", "a": "(absent)", "b": 2, "training": True},
+    ]
 
 
 def test_epoch_deltas_are_b_minus_a_of_the_recorded_epochs(pair, tests_ab):
@@ -61,7 +73,8 @@ def test_epoch_deltas_are_b_minus_a_of_the_recorded_epochs(pair, tests_ab):
     assert matrix[5][5] == best_b[5][5] - best_a[5][5] and sum(map(sum, matrix)) == 0  # same 500 images
     assert len(result["loss_curves"]["a"]["x"]) == len(result["loss_curves"]["a"]["y"]) > 10
     assert result["throughput"]["ratio"] == pytest.approx(
-        result["throughput"]["b"]["images_per_s"] / result["throughput"]["a"]["images_per_s"])
+        result["throughput"]["b"]["images_per_s"] / result["throughput"]["a"]["images_per_s"]
+    )
 
 
 def test_default_tolerances_fail_naming_every_number_that_decided(pair, tests_ab):
@@ -132,8 +145,9 @@ def test_same_config_on_another_device_is_cross_device_evidence(pair, tests_ab, 
 def test_confusion_and_class_rules_on_odd_shapes():
     assert confusion_diff([[1, 2], [3, 4]], [[1, 2, 0], [3, 4, 0], [0, 0, 0]]) is None
     assert confusion_diff(None, [[1]]) is None
-    assert class_deltas([{"f1": 0.5, "name": "a"}], []) == [{"class": 0, "name": "a", "a": 0.5, "b": None,
-                                                           "delta": None}]
+    assert class_deltas([{"f1": 0.5, "name": "a"}], []) == [
+        {"class": 0, "name": "a", "a": 0.5, "b": None, "delta": None}
+    ]
 
 
 def test_loss_series_is_thinned_on_an_epoch_axis(pair):
@@ -144,8 +158,9 @@ def test_loss_series_is_thinned_on_an_epoch_axis(pair):
 def test_compare_cli_json_and_out(tmp_path):
     root = tmp_path / "sessions"
     shutil.copytree(str(FIXTURE / SID), str(root / SID))
-    proc = run_cli("compare", "%s/train-001" % SID, "%s/train-002" % SID, "--json", "--sessions", root,
-                   "--out", tmp_path / "cmp")
+    proc = run_cli(
+        "compare", "%s/train-001" % SID, "%s/train-002" % SID, "--json", "--sessions", root, "--out", tmp_path / "cmp"
+    )
     assert proc.returncode == 1, proc.stderr  # observed-fail with the documented defaults
     result = json.loads(proc.stdout)
     assert [d["key"] for d in result["config_diff"]] == ["train.lr"]
@@ -153,12 +168,28 @@ def test_compare_cli_json_and_out(tmp_path):
     assert set(result["loss_curves"]) >= {"a", "b"}
     svg = (tmp_path / "cmp" / "loss.svg").read_text()
     assert svg.count("<polyline") == 2 and "%s/train-002" % SID in svg
-    loose = run_cli("compare", "%s/train-001" % SID, "%s/train-002" % SID, "--sessions", root,
-                    "--set", "compare.max_macro_f1_delta=0.05", "--set", "compare.max_class_f1_delta=0.3",
-                    "--set", "compare.max_final_loss_rel_delta=0.5")
+    loose = run_cli(
+        "compare",
+        "%s/train-001" % SID,
+        "%s/train-002" % SID,
+        "--sessions",
+        root,
+        "--set",
+        "compare.max_macro_f1_delta=0.05",
+        "--set",
+        "compare.max_class_f1_delta=0.3",
+        "--set",
+        "compare.max_final_loss_rel_delta=0.5",
+    )
     assert loose.returncode == 0 and "verdict: observed-pass" in loose.stdout
-    by_folder = run_cli("compare", root / SID / "jobs" / "train-001", root / SID / "jobs" / "train-002", "--json",
-                        "--sessions", tmp_path / "elsewhere")
+    by_folder = run_cli(
+        "compare",
+        root / SID / "jobs" / "train-001",
+        root / SID / "jobs" / "train-002",
+        "--json",
+        "--sessions",
+        tmp_path / "elsewhere",
+    )
     assert json.loads(by_folder.stdout)["config_diff"] == result["config_diff"]
     bad = run_cli("compare", "%s/test-001" % SID, "%s/train-002" % SID, "--sessions", root)
     assert bad.returncode == 2 and "is a test job" in bad.stderr
@@ -170,8 +201,8 @@ def test_compare_dirs_finds_each_runs_first_test(pair):
 
 
 def test_a_sessions_cross_device_evidence_is_found_among_imported_runs(tmp_path):
-    from workbench.runcompare_io import cross_device_for_session
-    from workbench.session import SessionStore
+    from workbench.compare.inputs import cross_device_for_session
+    from workbench.session.store import SessionStore
 
     root = tmp_path / "sessions"
     shutil.copytree(str(FIXTURE / SID), str(root / SID))

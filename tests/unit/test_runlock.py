@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from workbench.runlock import run_key, try_shared_lock
-from workbench.supervise import try_lock
+from workbench.run.locks import run_key, try_shared_lock
+from workbench.run.supervise import try_lock
 
 KEY = "msrun 10.0.0.1:8118, 2 workers"
 

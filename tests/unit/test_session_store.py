@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime
 
-from workbench.atomic import read_json
-from workbench.session import SessionStore
+from workbench.session.store import SessionStore
+from workbench.system.atomic import read_json
 
 NOON = datetime.datetime(2025, 3, 14, 12, 0, 0).timestamp()
 

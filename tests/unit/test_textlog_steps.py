@@ -1,12 +1,21 @@
 """The text log prints every 50th step of a batched line, decided without expanding lines that hold none."""
 
-from workbench.record import expand_steps
-from workbench.textlog import format_event
+from workbench.events.steps import expand_steps
+from workbench.events.text import format_event
 
 
 def _steps(first, n):
-    ev = {"v": 1, "seq": 3, "t": 1.0, "type": "steps", "epoch": 2, "loss": [0.5 + i for i in range(n)],
-          "step_ms": [2.0] * n, "batch_size": 64, "phase": "steady"}
+    ev = {
+        "v": 1,
+        "seq": 3,
+        "t": 1.0,
+        "type": "steps",
+        "epoch": 2,
+        "loss": [0.5 + i for i in range(n)],
+        "step_ms": [2.0] * n,
+        "batch_size": 64,
+        "phase": "steady",
+    }
     if first is not None:
         ev["first_step"] = first
     return ev

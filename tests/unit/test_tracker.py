@@ -3,9 +3,9 @@
 import json
 import os
 
-from workbench.protocol import encode
-from workbench.session import SessionStore
-from workbench.tracker import JobTracker
+from workbench.events.protocol import encode
+from workbench.fold.tracker import JobTracker
+from workbench.session.store import SessionStore
 
 
 def _job(store, sid, jid="drill-001"):

@@ -26,15 +26,26 @@ def _followed(epochs_planned, epoch_times, done, total, step_ms=10.0):
     """A Training view following one train job: steady steps, a progress line and ended epochs."""
     from types import SimpleNamespace
 
-    from workbench.record import JobRecord
+    from workbench.fold.record import JobRecord
     from workbench.views.training import TrainingView
 
     record = JobRecord("train-001", "train", 1.0, config={"train": {"epochs": epochs_planned}})
-    events = [{"type": "steps", "epoch": 1, "first_step": 0, "loss": [1.0] * 20, "step_ms": [step_ms] * 20,
-               "batch_size": 64, "phase": "steady"},
-              {"type": "progress", "done": done, "total": total, "unit": "steps", "phase": "train"}]
-    events += [{"type": "epoch", "epoch": n + 1, "train_loss": 1.0, "samples": 6400, "epoch_s": s}
-               for n, s in enumerate(epoch_times)]
+    events = [
+        {
+            "type": "steps",
+            "epoch": 1,
+            "first_step": 0,
+            "loss": [1.0] * 20,
+            "step_ms": [step_ms] * 20,
+            "batch_size": 64,
+            "phase": "steady",
+        },
+        {"type": "progress", "done": done, "total": total, "unit": "steps", "phase": "train"},
+    ]
+    events += [
+        {"type": "epoch", "epoch": n + 1, "train_loss": 1.0, "samples": 6400, "epoch_s": s}
+        for n, s in enumerate(epoch_times)
+    ]
     record.ingest([dict(ev, v=1, seq=i, t=1.0 + i) for i, ev in enumerate(events)])
     view = TrainingView()
     view.ingest(SimpleNamespace(jid="train-001", kind="train", spec={"created": 1.0}, dir=None, record=record), [])

@@ -16,10 +16,13 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from workbench.ascend.fwcompat import (  # noqa: F401  (re-exported: callers read them from cann)
-    compatibility_verdict, driver_in_firmware_range, firmware_in_driver_range, in_ranges,
+    compatibility_verdict,
+    driver_in_firmware_range,
+    firmware_in_driver_range,
+    in_ranges,
 )
 from workbench.ascend.libpath import DRIVER_LIBRARY, driver_libraries, libraries_in_error, under_root  # noqa: F401
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 ASCEND_ROOT = "/usr/local/Ascend"
 USUAL_HOMES = (
@@ -58,8 +61,12 @@ def parse_install_info(text: str) -> Dict[str, str]:
 def parse_version_info(text: str) -> Dict[str, Any]:
     """Parse a driver/firmware/component version.info; adds `version` from `Version=`."""
     fields = parse_key_values(text)
-    return {"version": fields.get("Version"), "package_version": fields.get("package_version"),
-            "version_dir": fields.get("version_dir"), "fields": fields}
+    return {
+        "version": fields.get("Version"),
+        "package_version": fields.get("package_version"),
+        "version_dir": fields.get("version_dir"),
+        "fields": fields,
+    }
 
 
 def parse_version_cfg(text: str) -> Dict[str, Any]:
@@ -75,16 +82,19 @@ def parse_version_cfg(text: str) -> Dict[str, Any]:
             pairs = [[a.strip(), b.strip()] for a, b in _CFG_PAIR_RE.findall(m.group(3))]
             entries.setdefault(m.group(1), {})[m.group(2)] = pairs
     running = entries.get("toolkit", {}).get("running") or next(
-        (states["running"] for states in entries.values() if states.get("running")), None)
-    return {"entries": entries,
-            "internal_version": running[0][0] if running else None,
-            "cann_version": running[0][1] if running else None}
+        (states["running"] for states in entries.values() if states.get("running")), None
+    )
+    return {
+        "entries": entries,
+        "internal_version": running[0][0] if running else None,
+        "cann_version": running[0][1] if running else None,
+    }
 
 
 def _read(path: str) -> Optional[str]:
     """File text, or None when it cannot be read."""
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read()
     except OSError:
         return None
@@ -114,9 +124,19 @@ def _home_candidates(env: Mapping[str, str], root: str) -> List[Tuple[str, str]]
 def find_toolkit(env: Optional[Mapping[str, str]] = None, root: str = "/") -> Dict[str, Any]:
     """Locate the CANN toolkit home and read its version files; says what was looked at."""
     env = os.environ if env is None else env
-    result: Dict[str, Any] = {"found": False, "home": None, "source": None, "looked_at": [],
-                              "version": None, "version_from": None, "internal_version": None,
-                              "install_info": None, "version_cfg": None, "components": {}, "missing": []}
+    result: Dict[str, Any] = {
+        "found": False,
+        "home": None,
+        "source": None,
+        "looked_at": [],
+        "version": None,
+        "version_from": None,
+        "internal_version": None,
+        "install_info": None,
+        "version_cfg": None,
+        "components": {},
+        "missing": [],
+    }
     for source, path in _home_candidates(env, root):
         exists = os.path.isdir(path)
         result["looked_at"].append({"path": path, "source": source, "exists": exists})
@@ -127,8 +147,10 @@ def find_toolkit(env: Optional[Mapping[str, str]] = None, root: str = "/") -> Di
         result["missing"] = [entry["path"] for entry in result["looked_at"]]
         return result
     machine = platform.machine()
-    infos = sorted(glob.glob(os.path.join(home, "*-linux", "ascend_toolkit_install.info")),
-                   key=lambda p: not os.path.basename(os.path.dirname(p)).startswith(machine))
+    infos = sorted(
+        glob.glob(os.path.join(home, "*-linux", "ascend_toolkit_install.info")),
+        key=lambda p: not os.path.basename(os.path.dirname(p)).startswith(machine),
+    )
     if infos:
         result["install_info"] = dict(parse_install_info(_read(infos[0]) or ""), file=infos[0])
     else:
@@ -152,17 +174,24 @@ def _pick_version(result: Dict[str, Any], home: str) -> None:
     info, cfg, parts = result["install_info"], result["version_cfg"], result["components"]
     real = os.path.basename(os.path.realpath(home))
     choices = [
-        (info or {}).get("version"), "ascend_toolkit_install.info",
-        (cfg or {}).get("cann_version"), "version.cfg",
-        parts.get("toolkit", {}).get("version_dir"), "toolkit/version.info",
-        real[5:] if real.startswith("cann-") else None, "directory name",
+        (info or {}).get("version"),
+        "ascend_toolkit_install.info",
+        (cfg or {}).get("cann_version"),
+        "version.cfg",
+        parts.get("toolkit", {}).get("version_dir"),
+        "toolkit/version.info",
+        real[5:] if real.startswith("cann-") else None,
+        "directory name",
     ]
     for value, where in zip(choices[::2], choices[1::2]):
         if value:
             result["version"], result["version_from"] = value, where
             break
-    result["internal_version"] = (cfg or {}).get("internal_version") or parts.get("compiler", {}).get(
-        "version") or parts.get("toolkit", {}).get("version")
+    result["internal_version"] = (
+        (cfg or {}).get("internal_version")
+        or parts.get("compiler", {}).get("version")
+        or parts.get("toolkit", {}).get("version")
+    )
 
 
 def _set_env_expectations(home: str, driver: str, arch: str) -> List[Tuple[str, str, bool]]:
@@ -187,8 +216,11 @@ def _set_env_expectations(home: str, driver: str, arch: str) -> List[Tuple[str, 
         ("LD_LIBRARY_PATH", j(home, "lib64"), True),
         ("LD_LIBRARY_PATH", j(home, "lib64", "plugin", "opskernel"), False),
         ("LD_LIBRARY_PATH", j(home, "lib64", "plugin", "nnengine"), False),
-        ("LD_LIBRARY_PATH", j(home, "opp", "built-in", "op_impl", "ai_core", "tbe", "op_tiling", "lib",
-                              "linux", arch), False),
+        (
+            "LD_LIBRARY_PATH",
+            j(home, "opp", "built-in", "op_impl", "ai_core", "tbe", "op_tiling", "lib", "linux", arch),
+            False,
+        ),
         ("LD_LIBRARY_PATH", j(home, "tools", "aml", "lib64"), False),
         ("LD_LIBRARY_PATH", j(home, "tools", "aml", "lib64", "plugin"), False),
         ("PYTHONPATH", j(home, "python", "site-packages"), False),
@@ -204,8 +236,9 @@ def _norm(path: str) -> str:
     return os.path.normpath(path) if path else path
 
 
-def set_env_status(env: Optional[Mapping[str, str]] = None, root: str = "/",
-                   arch: Optional[str] = None) -> Dict[str, Any]:
+def set_env_status(
+    env: Optional[Mapping[str, str]] = None, root: str = "/", arch: Optional[str] = None
+) -> Dict[str, Any]:
     """Was set_env.sh sourced? Each variable and search-path entry it sets: present, existing.
 
     Returns {status, sourced, home, detail, checks: [{variable, expected, present, exists,
@@ -217,9 +250,15 @@ def set_env_status(env: Optional[Mapping[str, str]] = None, root: str = "/",
     arch = arch or platform.machine()
     home_var = next((v for v in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME") if env.get(v)), None)
     if home_var is None:
-        return {"status": Evidence.FAIL, "sourced": False, "home": None, "checks": [],
-                "driver_libraries": driver_libraries(env, root), "missing": ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"],
-                "detail": "set_env.sh not sourced: ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset"}
+        return {
+            "status": Evidence.FAIL,
+            "sourced": False,
+            "home": None,
+            "checks": [],
+            "driver_libraries": driver_libraries(env, root),
+            "missing": ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"],
+            "detail": "set_env.sh not sourced: ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset",
+        }
     home = _norm(under_root(env[home_var], root))
     driver = under_root(os.path.join(ASCEND_ROOT, "driver"), root)
     checks, missing = [], []
@@ -232,24 +271,44 @@ def set_env_status(env: Optional[Mapping[str, str]] = None, root: str = "/",
             present = bool(value)
             actual = _norm(under_root(value, root)) if value else expected
         exists = os.path.isdir(actual)
-        checks.append({"variable": variable, "expected": expected, "actual": actual if present else None,
-                       "present": present, "exists": exists, "required": required})
+        checks.append(
+            {
+                "variable": variable,
+                "expected": expected,
+                "actual": actual if present else None,
+                "present": present,
+                "exists": exists,
+                "required": required,
+            }
+        )
         if required and not (present and exists):
-            missing.append("%s: %s %s" % (variable, actual if present else expected,
-                                          "does not exist" if present else "not set"))
+            missing.append(
+                "%s: %s %s" % (variable, actual if present else expected, "does not exist" if present else "not set")
+            )
     libs = _driver_library_check(env, root, driver, checks)
     checks.append(libs["check"])
     if libs["missing"]:
         missing.append(libs["missing"])
     status = Evidence.PASS if not missing else Evidence.FAIL
-    detail = ("set_env.sh effects present for %s (from %s); driver libraries: %s" % (home, home_var, libs["detail"])
-              if not missing else "set_env.sh effects missing: " + "; ".join(missing))
-    return {"status": status, "sourced": not missing, "home": home, "checks": checks,
-            "missing": missing, "detail": detail, "driver_libraries": libs["found"]}
+    detail = (
+        "set_env.sh effects present for %s (from %s); driver libraries: %s" % (home, home_var, libs["detail"])
+        if not missing
+        else "set_env.sh effects missing: " + "; ".join(missing)
+    )
+    return {
+        "status": status,
+        "sourced": not missing,
+        "home": home,
+        "checks": checks,
+        "missing": missing,
+        "detail": detail,
+        "driver_libraries": libs["found"],
+    }
 
 
-def _driver_library_check(env: Mapping[str, str], root: str, driver: str,
-                          checks: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _driver_library_check(
+    env: Mapping[str, str], root: str, driver: str, checks: List[Dict[str, Any]]
+) -> Dict[str, Any]:
     """The required LD_LIBRARY_PATH check, decided from where libascend_hal.so is.
 
     Reachable: pass, wherever it is. Installed but unreachable: name the directory. Not
@@ -257,9 +316,15 @@ def _driver_library_check(env: Mapping[str, str], root: str, driver: str,
     when any of the driver directories set_env.sh adds is on the path.
     """
     found = driver_libraries(env, root)
-    check = {"variable": "LD_LIBRARY_PATH", "expected": "a directory holding %s" % DRIVER_LIBRARY,
-             "actual": found["reachable_in"][0] if found["reachable"] else None, "present": found["reachable"],
-             "exists": bool(found["installed_in"]), "required": True, "rule": "driver-libraries"}
+    check = {
+        "variable": "LD_LIBRARY_PATH",
+        "expected": "a directory holding %s" % DRIVER_LIBRARY,
+        "actual": found["reachable_in"][0] if found["reachable"] else None,
+        "present": found["reachable"],
+        "exists": bool(found["installed_in"]),
+        "required": True,
+        "rule": "driver-libraries",
+    }
     missing = None
     if not found["reachable"] and found["installed_in"]:
         missing = "LD_LIBRARY_PATH: " + found["detail"]
@@ -268,7 +333,9 @@ def _driver_library_check(env: Mapping[str, str], root: str, driver: str,
         check["present"] = any(c["present"] for c in driver_dirs)
         if not check["present"]:
             missing = "LD_LIBRARY_PATH: no driver library directory (%s) and %s" % (
-                ", ".join(c["expected"] for c in driver_dirs), found["detail"])
+                ", ".join(c["expected"] for c in driver_dirs),
+                found["detail"],
+            )
     return {"check": check, "missing": missing, "found": found, "detail": found["detail"]}
 
 
@@ -281,12 +348,20 @@ def _first_info(paths: Tuple[str, ...], root: str) -> Dict[str, Any]:
         looked_at.append({"path": path, "exists": text is not None})
         if text is not None:
             return dict(parse_version_info(text), found=True, path=path, looked_at=looked_at)
-    return {"found": False, "path": None, "version": None, "package_version": None,
-            "version_dir": None, "fields": {}, "looked_at": looked_at}
+    return {
+        "found": False,
+        "path": None,
+        "version": None,
+        "package_version": None,
+        "version_dir": None,
+        "fields": {},
+        "looked_at": looked_at,
+    }
 
 
-def driver_status(root: str = "/", driver_version: Optional[str] = None,
-                  firmware_version: Optional[str] = None) -> Dict[str, Any]:
+def driver_status(
+    root: str = "/", driver_version: Optional[str] = None, firmware_version: Optional[str] = None
+) -> Dict[str, Any]:
     """Driver and firmware version.info (incl. /var/davinci/driver on 310B boards) and their fit, both ways.
 
     `driver_version` / `firmware_version` stand in for a missing file (npu-smi's title line
@@ -296,5 +371,11 @@ def driver_status(root: str = "/", driver_version: Optional[str] = None,
     firmware = _first_info(FIRMWARE_INFOS, root)
     missing = [entry["path"] for part in (driver, firmware) if not part["found"] for entry in part["looked_at"]]
     verdict = compatibility_verdict(driver, firmware, driver_version, firmware_version)
-    return {"driver": driver, "firmware": firmware, "firmware_in_driver_range": verdict["sides"][0]["fits"],
-            "driver_in_firmware_range": verdict["sides"][1]["fits"], "compatibility": verdict, "missing": missing}
+    return {
+        "driver": driver,
+        "firmware": firmware,
+        "firmware_in_driver_range": verdict["sides"][0]["fits"],
+        "driver_in_firmware_range": verdict["sides"][1]["fits"],
+        "compatibility": verdict,
+        "missing": missing,
+    }

@@ -20,9 +20,18 @@ POWER_KEYS = ("NPU Real-time Power(W)", "Power Dissipation(W)")
 HEALTH_KEYS = ("Health", "Health Status")
 AICORE_KEYS = ("Aicore Usage Rate(%)",)
 # (field, capacity key, usage-rate key): -t usages prints a capacity and a rate, not used MB.
-MEMORY_KINDS = (("hbm_mb", "HBM Capacity(MB)", "HBM Usage Rate(%)"), ("memory_mb", "DDR Capacity(MB)", "DDR Usage Rate(%)"))
-CHIP_COLUMNS = (("device", "Device"), ("health", "Health"), ("temp", "Temp"), ("power", "Power"),
-                ("aicore", "AI Core"), ("memory", "Memory used / total"))
+MEMORY_KINDS = (
+    ("hbm_mb", "HBM Capacity(MB)", "HBM Usage Rate(%)"),
+    ("memory_mb", "DDR Capacity(MB)", "DDR Usage Rate(%)"),
+)
+CHIP_COLUMNS = (
+    ("device", "Device"),
+    ("health", "Health"),
+    ("temp", "Temp"),
+    ("power", "Power"),
+    ("aicore", "AI Core"),
+    ("memory", "Memory used / total"),
+)
 DASH = "—"
 
 
@@ -51,24 +60,33 @@ def _used_total(records: Sequence[Mapping[str, Any]], capacity_key: str, rate_ke
 
 def _mcu_view(mcu: Mapping[str, Any]) -> Dict[str, Any]:
     """The MCU's own values."""
-    return {"health": _first(mcu, HEALTH_KEYS), "temperature_c": _number(_first(mcu, TEMPERATURE_KEYS)),
-            "power_w": _number(_first(mcu, POWER_KEYS))}
+    return {
+        "health": _first(mcu, HEALTH_KEYS),
+        "temperature_c": _number(_first(mcu, TEMPERATURE_KEYS)),
+        "power_w": _number(_first(mcu, POWER_KEYS)),
+    }
 
 
-def _chip_view(npu: int, chip: int, parts: Mapping[str, ChipRecords], mcu: Optional[Dict[str, Any]],
-               errors: Dict[str, str]) -> Dict[str, Any]:
+def _chip_view(
+    npu: int, chip: int, parts: Mapping[str, ChipRecords], mcu: Optional[Dict[str, Any]], errors: Dict[str, str]
+) -> Dict[str, Any]:
     """One chip's status from the per-kind records."""
     rec = {kind: parts[kind].chips.get(chip, {}) for kind in parts}
     ordered = [rec.get(kind, {}) for kind in ("common", "usages", "health")]
     merged: Dict[str, Any] = {}
     for record in reversed(ordered):  # common wins over usages over health for a key both print
         merged.update(record)
-    out = {"npu": npu, "chip": chip, "health": _first(rec.get("health", {}), HEALTH_KEYS),
-           "temperature_c": _number(_first(merged, TEMPERATURE_KEYS)),
-           "power_w": _number(_first(merged, POWER_KEYS)),
-           "card_power_w": (mcu or {}).get("power_w"),
-           "aicore_pct": _number(_first(merged, AICORE_KEYS)),
-           "mcu": mcu, "errors": dict(errors)}
+    out = {
+        "npu": npu,
+        "chip": chip,
+        "health": _first(rec.get("health", {}), HEALTH_KEYS),
+        "temperature_c": _number(_first(merged, TEMPERATURE_KEYS)),
+        "power_w": _number(_first(merged, POWER_KEYS)),
+        "card_power_w": (mcu or {}).get("power_w"),
+        "aicore_pct": _number(_first(merged, AICORE_KEYS)),
+        "mcu": mcu,
+        "errors": dict(errors),
+    }
     for name, capacity_key, rate_key in MEMORY_KINDS:
         out[name] = _used_total([rec.get("usages", {}), rec.get("common", {})], capacity_key, rate_key)
     return out
@@ -97,8 +115,12 @@ def read_card_status(run_npusmi: RunNpuSmi, npu: int, kinds: Sequence[str] = KIN
         mcu_fields.update((parts.get(kind) or ChipRecords()).mcu or {})
     mcu = _mcu_view(mcu_fields) if mcu_fields else None
     chip_ids = sorted({c for records in parts.values() for c in records.chips})
-    return {"npu": int(npu), "chips": [_chip_view(int(npu), c, parts, mcu, errors) for c in chip_ids],
-            "mcu": mcu, "errors": errors}
+    return {
+        "npu": int(npu),
+        "chips": [_chip_view(int(npu), c, parts, mcu, errors) for c in chip_ids],
+        "mcu": mcu,
+        "errors": errors,
+    }
 
 
 def read_chip_status(run_npusmi: RunNpuSmi, npu: int, chip: int, kinds: Sequence[str] = KINDS) -> Dict[str, Any]:
@@ -137,12 +159,26 @@ def chip_status_rows(cards: Sequence[Mapping[str, Any]]) -> List[Dict[str, str]]
             power = _text(status["power_w"], "W")
             if status["power_w"] is None and status.get("card_power_w") is not None:
                 power = "%g W (card)" % status["card_power_w"]
-            rows.append({"device": "NPU %s chip %s" % (status["npu"], status["chip"]),
-                         "health": status["health"] or DASH, "temp": _text(status["temperature_c"], "°C"),
-                         "power": power, "aicore": _text(status["aicore_pct"], "%"), "memory": _memory_text(status)})
+            rows.append(
+                {
+                    "device": "NPU %s chip %s" % (status["npu"], status["chip"]),
+                    "health": status["health"] or DASH,
+                    "temp": _text(status["temperature_c"], "°C"),
+                    "power": power,
+                    "aicore": _text(status["aicore_pct"], "%"),
+                    "memory": _memory_text(status),
+                }
+            )
         mcu = card.get("mcu")
         if mcu:
-            rows.append({"device": "NPU %s MCU" % card["npu"], "health": mcu["health"] or DASH,
-                         "temp": _text(mcu["temperature_c"], "°C"), "power": _text(mcu["power_w"], "W"),
-                         "aicore": DASH, "memory": DASH})
+            rows.append(
+                {
+                    "device": "NPU %s MCU" % card["npu"],
+                    "health": mcu["health"] or DASH,
+                    "temp": _text(mcu["temperature_c"], "°C"),
+                    "power": _text(mcu["power_w"], "W"),
+                    "aicore": DASH,
+                    "memory": DASH,
+                }
+            )
     return rows

@@ -14,12 +14,12 @@ from typing import Any, Dict, List, Optional, Tuple
 ERRORS_PATH = Path(__file__).with_name("errors.json")
 REQUIRED_KEYS = ("id", "pattern", "cause", "next_check")
 
-_TABLE: Optional[List[Tuple[Dict[str, Any], "re.Pattern[str]"]]] = None
+_TABLE: Optional[List[Tuple[Dict[str, Any], re.Pattern[str]]]] = None
 
 
-def load_table(path: Path = ERRORS_PATH) -> List[Tuple[Dict[str, Any], "re.Pattern[str]"]]:
+def load_table(path: Path = ERRORS_PATH) -> List[Tuple[Dict[str, Any], re.Pattern[str]]]:
     """Read and validate the error table; errors name the file, the entry and the key."""
-    with open(path, "r", encoding="utf-8") as fh:
+    with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, list):
@@ -39,8 +39,9 @@ def load_table(path: Path = ERRORS_PATH) -> List[Tuple[Dict[str, Any], "re.Patte
         try:
             compiled = re.compile(entry["pattern"], re.MULTILINE)
         except re.error as exc:
-            raise ValueError("%s: key 'pattern' is not a valid regular expression (%s): %r"
-                             % (where, exc, entry["pattern"])) from None
+            raise ValueError(
+                "%s: key 'pattern' is not a valid regular expression (%s): %r" % (where, exc, entry["pattern"])
+            ) from None
         table.append((entry, compiled))
     return table
 
@@ -50,7 +51,7 @@ def entries() -> List[Dict[str, Any]]:
     return [dict(entry) for entry, _ in _table()]
 
 
-def _table() -> List[Tuple[Dict[str, Any], "re.Pattern[str]"]]:
+def _table() -> List[Tuple[Dict[str, Any], re.Pattern[str]]]:
     """The validated table, read once per process."""
     global _TABLE
     if _TABLE is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 _RANGE_RE = re.compile(r"\[([^,\]]+),([^\]]+)\]")
 DRIVER_SIDE = "driver's compatible_version_fw"
@@ -46,7 +46,7 @@ def in_ranges(version: Optional[str], ranges_text: Optional[str]) -> Optional[bo
         lo, hi = _release_key(low), _release_key(high.strip().rstrip("."))
         if lo is None or hi is None or key < lo:
             continue
-        if (key[:len(hi)] <= hi) if high.strip().endswith(".") else key <= hi:
+        if (key[: len(hi)] <= hi) if high.strip().endswith(".") else key <= hi:
             return True
     return False
 
@@ -61,8 +61,9 @@ def driver_in_firmware_range(firmware_fields: Mapping[str, str], driver_version:
     return in_ranges(driver_version, firmware_fields.get("compatible_version_drv"))
 
 
-def _side(name: str, holder: Mapping[str, Any], key: str, other: str, other_version: Optional[str],
-          other_from: str) -> Dict[str, Any]:
+def _side(
+    name: str, holder: Mapping[str, Any], key: str, other: str, other_version: Optional[str], other_from: str
+) -> Dict[str, Any]:
     """One direction: does `holder`'s `key` list admit the other part's version?"""
     own = name.split("'")[0]
     ranges = holder["fields"].get(key) if holder.get("found") else None
@@ -76,12 +77,25 @@ def _side(name: str, holder: Mapping[str, Any], key: str, other: str, other_vers
         why = "%s version unknown" % other
     elif fits is None:
         why = "%r or %r is not a version this check can compare" % (other_version, ranges)
-    return {"side": name, "file": holder.get("path"), "own_version": holder.get("version"), "ranges": ranges,
-            "other": other, "other_version": other_version, "other_from": other_from, "fits": fits, "why_not": why}
+    return {
+        "side": name,
+        "file": holder.get("path"),
+        "own_version": holder.get("version"),
+        "ranges": ranges,
+        "other": other,
+        "other_version": other_version,
+        "other_from": other_from,
+        "fits": fits,
+        "why_not": why,
+    }
 
 
-def compatibility_verdict(driver: Mapping[str, Any], firmware: Mapping[str, Any], driver_version: Optional[str] = None,
-                          firmware_version: Optional[str] = None) -> Dict[str, Any]:
+def compatibility_verdict(
+    driver: Mapping[str, Any],
+    firmware: Mapping[str, Any],
+    driver_version: Optional[str] = None,
+    firmware_version: Optional[str] = None,
+) -> Dict[str, Any]:
     """{status, detail, hint, checked, sides} for a driver and a firmware (each a version.info read).
 
     Versions come from the files; `driver_version` / `firmware_version` (e.g. from npu-smi) stand
@@ -92,31 +106,44 @@ def compatibility_verdict(driver: Mapping[str, Any], firmware: Mapping[str, Any]
     fw_v = firmware.get("version") or firmware_version
     drv_from = driver.get("path") if driver.get("version") else "npu-smi"
     fw_from = firmware.get("path") if firmware.get("version") else "npu-smi"
-    sides = [_side(DRIVER_SIDE, driver, "compatible_version_fw", "firmware", fw_v, fw_from),
-             _side(FIRMWARE_SIDE, firmware, "compatible_version_drv", "driver", drv_v, drv_from)]
+    sides = [
+        _side(DRIVER_SIDE, driver, "compatible_version_fw", "firmware", fw_v, fw_from),
+        _side(FIRMWARE_SIDE, firmware, "compatible_version_drv", "driver", drv_v, drv_from),
+    ]
     checked = [s["side"] for s in sides if s["fits"] is not None]
-    said = {DRIVER_SIDE: "driver %s %s firmware %s (its compatible_version_fw is %s)",
-            FIRMWARE_SIDE: "firmware %s %s driver %s (its compatible_version_drv is %s)"}
+    said = {
+        DRIVER_SIDE: "driver %s %s firmware %s (its compatible_version_fw is %s)",
+        FIRMWARE_SIDE: "firmware %s %s driver %s (its compatible_version_drv is %s)",
+    }
     notes = []
     for s in sides:
         if s["fits"] is not None:
-            notes.append(said[s["side"]] % (s["own_version"], "lists" if s["fits"] else "does not list",
-                                            s["other_version"], s["ranges"]))
+            notes.append(
+                said[s["side"]]
+                % (s["own_version"], "lists" if s["fits"] else "does not list", s["other_version"], s["ranges"])
+            )
     for s in sides:
         if s["other_from"] == "npu-smi" and s["other_version"] and s["fits"] is not None:
             notes.append("%s %s (from npu-smi)" % (s["other"], s["other_version"]))
     unchecked = ["%s not checked: %s" % (s["side"], s["why_not"]) for s in sides if s["fits"] is None]
     out = {"checked": checked, "sides": sides, "driver": drv_v, "firmware": fw_v, "hint": None}
     if any(s["fits"] is False for s in sides):
-        out.update(status=Evidence.FAIL, detail="; ".join(notes + unchecked),
-                   hint="install the driver and firmware packages released together (same HDK version); "
-                        "driver %s, firmware %s" % (drv_v, fw_v))
+        out.update(
+            status=Evidence.FAIL,
+            detail="; ".join(notes + unchecked),
+            hint="install the driver and firmware packages released together (same HDK version); "
+            "driver %s, firmware %s" % (drv_v, fw_v),
+        )
     elif len(checked) == 2:
-        out.update(status=Evidence.PASS, detail="driver %s and firmware %s list each other: %s" % (
-            drv_v, fw_v, "; ".join(notes)))
+        out.update(
+            status=Evidence.PASS,
+            detail="driver %s and firmware %s list each other: %s" % (drv_v, fw_v, "; ".join(notes)),
+        )
     elif checked:
-        out.update(status=Evidence.PASS, detail="only the %s was checked: %s; %s" % (
-            checked[0], "; ".join(notes), "; ".join(unchecked)))
+        out.update(
+            status=Evidence.PASS,
+            detail="only the %s was checked: %s; %s" % (checked[0], "; ".join(notes), "; ".join(unchecked)),
+        )
     else:
         out.update(status=Evidence.NOT_RUN, detail="neither side checked: " + "; ".join(unchecked))
     return out

@@ -39,7 +39,7 @@ def _ld_so_conf_dirs(root: str) -> List[str]:
             continue
         seen.add(path)
         try:
-            with open(path, "r", encoding="utf-8", errors="replace") as fh:
+            with open(path, encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().splitlines()
         except OSError:
             continue
@@ -79,10 +79,18 @@ def locate(name: str, env: Mapping[str, str], root: str = "/", extra: Sequence[s
     """{name, reachable, reachable_in, via, installed_in}: the search dirs holding `name`, and where it is installed."""
     searched = search_dirs(env, root)
     hits = [(d, source) for d, source in searched if os.path.isfile(os.path.join(d, name))]
-    installed = [d for d in list(dict.fromkeys(list(install_dirs(env, root)) + list(extra)))
-                 if os.path.isfile(os.path.join(d, name))]
-    return {"name": name, "reachable": bool(hits), "reachable_in": [d for d, _ in hits],
-            "via": [source for _, source in hits], "installed_in": installed}
+    installed = [
+        d
+        for d in list(dict.fromkeys(list(install_dirs(env, root)) + list(extra)))
+        if os.path.isfile(os.path.join(d, name))
+    ]
+    return {
+        "name": name,
+        "reachable": bool(hits),
+        "reachable_in": [d for d, _ in hits],
+        "via": [source for _, source in hits],
+        "installed_in": installed,
+    }
 
 
 def unreachable_text(found: Mapping[str, Any]) -> str:
@@ -100,8 +108,10 @@ def driver_libraries(env: Mapping[str, str], root: str = "/") -> Dict[str, Any]:
     elif found["installed_in"]:
         detail = unreachable_text(found)
     else:
-        detail = ("%s not found under %s: the driver is not installed, or not mounted into this container"
-                  % (DRIVER_LIBRARY, under_root("/usr/local/Ascend/driver/lib64", root)))
+        detail = "%s not found under %s: the driver is not installed, or not mounted into this container" % (
+            DRIVER_LIBRARY,
+            under_root("/usr/local/Ascend/driver/lib64", root),
+        )
     return dict(found, detail=detail)
 
 
@@ -114,8 +124,15 @@ def libraries_in_error(text: str, env: Mapping[str, str], root: str = "/") -> Di
     named = list(dict.fromkeys(m.group(1) for m in _NAMED_RE.finditer(text or "")))
     libraries = [locate(name, env, root) for name in named]
     unreachable = [lib["name"] for lib in libraries if not lib["reachable"]]
-    parts = [unreachable_text(lib) if not lib["reachable"] else
-             "%s is reachable in %s: not a missing search path" % (lib["name"], lib["reachable_in"][0])
-             for lib in libraries]
-    return {"named": named, "libraries": libraries, "unreachable": unreachable,
-            "detail": "; ".join(parts) or "the error names no library"}
+    parts = [
+        unreachable_text(lib)
+        if not lib["reachable"]
+        else "%s is reachable in %s: not a missing search path" % (lib["name"], lib["reachable_in"][0])
+        for lib in libraries
+    ]
+    return {
+        "named": named,
+        "libraries": libraries,
+        "unreachable": unreachable,
+        "detail": "; ".join(parts) or "the error names no library",
+    }

@@ -20,17 +20,19 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from workbench.ascend import errors
 from workbench.ascend.smiblocks import ChipRecords, parse_chip_records
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 DEFAULT_LOCK_PATH = os.path.join(tempfile.gettempdir(), "ms-workbench-npu-smi.lock")
 TIMEOUT_RC = 124  # same convention as coreutils `timeout`
 NOT_FOUND_RC = 127  # same convention as the shell
 _KILL_GRACE_S = 2.0
 # What a container needs to see an NPU: the device nodes and the host driver (npu-smi comes with it).
-CONTAINER_HINT = ("in a container, map the device and the driver: docker run --device=/dev/davinci0 "
-                  "--device=/dev/davinci_manager --device=/dev/devmm_svm --device=/dev/hisi_hdc "
-                  "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver "
-                  "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi … (one --device=/dev/davinciN per NPU)")
+CONTAINER_HINT = (
+    "in a container, map the device and the driver: docker run --device=/dev/davinci0 "
+    "--device=/dev/davinci_manager --device=/dev/devmm_svm --device=/dev/hisi_hdc "
+    "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver "
+    "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi … (one --device=/dev/davinciN per NPU)"
+)
 
 _TITLE_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)")
 _PAIR_RE = re.compile(r"(\d+(?:\.\d+)?|NA|-)\s*/\s*(\d+(?:\.\d+)?|NA|-)")
@@ -93,10 +95,15 @@ def _device(row1: List[str], row2: Optional[List[str]], hbm: bool) -> Dict[str, 
     head = row1[0].split()
     front, pairs = _split_metrics(row1[2])
     device: Dict[str, Any] = {
-        "npu": int(head[0]), "chip": None, "name": " ".join(head[1:]), "health": row1[1],
+        "npu": int(head[0]),
+        "chip": None,
+        "name": " ".join(head[1:]),
+        "health": row1[1],
         "power_w": _num(front[0]) if front else None,
         "temp_c": _num(front[1]) if len(front) > 1 else None,
-        "aicore_pct": None, "memory_mb": None, "hbm_mb": None,
+        "aicore_pct": None,
+        "memory_mb": None,
+        "hbm_mb": None,
     }
     if row2 is not None:
         device["chip"] = int(row2[0].split()[0])
@@ -115,8 +122,13 @@ def _process(cells: List[str], container_column: bool) -> Dict[str, Any]:
     the chip tells the dies apart, so it is kept (None when a table prints the NPU only).
     """
     ids = cells[0].split()
-    row: Dict[str, Any] = {"npu": int(ids[0]), "chip": int(ids[1]) if len(ids) > 1 else None,
-                           "pid": int(cells[1]), "name": cells[2], "memory_mb": float(cells[3])}
+    row: Dict[str, Any] = {
+        "npu": int(ids[0]),
+        "chip": int(ids[1]) if len(ids) > 1 else None,
+        "pid": int(cells[1]),
+        "name": cells[2],
+        "memory_mb": float(cells[3]),
+    }
     if container_column:
         row["container_pid"] = int(cells[4]) if len(cells) > 4 and cells[4].isdigit() else None
     return row
@@ -197,24 +209,39 @@ def classify_failure(returncode: Optional[int], stdout: str, stderr: str) -> Opt
         if entry["id"].startswith("dcmi-") or entry["id"].startswith("npu-smi-"):
             return {"code": entry["id"], "cause": entry["cause"], "hint": entry["next_check"]}
     if returncode == TIMEOUT_RC and "wait timed out" in text:
-        return {"code": "lock-busy", "cause": "another npu-smi poller held the lock for the whole timeout",
-                "hint": "look for a stuck npu-smi process (ps -eo pid,stat,cmd | grep npu-smi)"}
+        return {
+            "code": "lock-busy",
+            "cause": "another npu-smi poller held the lock for the whole timeout",
+            "hint": "look for a stuck npu-smi process (ps -eo pid,stat,cmd | grep npu-smi)",
+        }
     if returncode == TIMEOUT_RC and "timed out" in text:
-        return {"code": "timeout", "cause": "npu-smi did not finish within its time limit",
-                "hint": "a hung driver query: check dmesg and `ps -eo pid,stat,cmd | grep npu-smi` (state D)"}
+        return {
+            "code": "timeout",
+            "cause": "npu-smi did not finish within its time limit",
+            "hint": "a hung driver query: check dmesg and `ps -eo pid,stat,cmd | grep npu-smi` (state D)",
+        }
     if returncode == NOT_FOUND_RC:
-        return {"code": "npu-smi-not-found", "cause": "npu-smi is not on PATH",
-                "hint": "install the Ascend driver, or mount /usr/local/bin/npu-smi into the container"}
+        return {
+            "code": "npu-smi-not-found",
+            "cause": "npu-smi is not on PATH",
+            "hint": "install the Ascend driver, or mount /usr/local/bin/npu-smi into the container",
+        }
     if returncode not in (0, None):
-        return {"code": "exit-%d" % returncode, "cause": "npu-smi exited with status %d" % returncode,
-                "hint": "read its stderr: %s" % ((stderr or stdout or "(empty)").strip()[:200])}
+        return {
+            "code": "exit-%d" % returncode,
+            "cause": "npu-smi exited with status %d" % returncode,
+            "hint": "read its stderr: %s" % ((stderr or stdout or "(empty)").strip()[:200]),
+        }
     return None
 
 
 def error_text(stdout: str, stderr: str, limit: int = 300) -> str:
     """npu-smi's own words when it failed: its non-table lines, joined with ' | ' and shortened."""
-    lines = [line.strip() for line in ("%s\n%s" % (stdout or "", stderr or "")).splitlines()
-             if line.strip() and not line.lstrip().startswith(("+", "|"))]
+    lines = [
+        line.strip()
+        for line in ("%s\n%s" % (stdout or "", stderr or "")).splitlines()
+        if line.strip() and not line.lstrip().startswith(("+", "|"))
+    ]
     text = " | ".join(lines)
     return text if len(text) <= limit else text[:limit] + " ..."
 
@@ -222,13 +249,18 @@ def error_text(stdout: str, stderr: str, limit: int = 300) -> str:
 def failure_verdict(failure: Dict[str, str], stdout: str, stderr: str) -> Dict[str, Any]:
     """A failed npu-smi as a device-layer verdict: blocked, its error text, its hint and the container hint."""
     words = error_text(stdout, stderr) or "(no output)"
-    return {"status": Evidence.BLOCKED, "failure": failure, "error_text": words,
-            "detail": "npu-smi info failed (%s): %s; %s" % (failure["code"], words, failure["cause"]),
-            "hint": "%s; %s" % (failure["hint"], CONTAINER_HINT)}
+    return {
+        "status": Evidence.BLOCKED,
+        "failure": failure,
+        "error_text": words,
+        "detail": "npu-smi info failed (%s): %s; %s" % (failure["code"], words, failure["cause"]),
+        "hint": "%s; %s" % (failure["hint"], CONTAINER_HINT),
+    }
 
 
-def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0, lock_path: str = DEFAULT_LOCK_PATH,
-                command: str = "npu-smi") -> Tuple[int, str, str, float]:
+def run_npu_smi(
+    args: Sequence[str], timeout_s: float = 10.0, lock_path: str = DEFAULT_LOCK_PATH, command: str = "npu-smi"
+) -> Tuple[int, str, str, float]:
     """Run `npu-smi ARGS` from PATH under the single-poller lock; (rc, stdout, stderr, elapsed_s).
 
     `command` may be a full path to the npu-smi to run (so callers need not edit PATH, which
@@ -248,8 +280,12 @@ def run_npu_smi(args: Sequence[str], timeout_s: float = 10.0, lock_path: str = D
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    return (TIMEOUT_RC, "", "npu-smi lock %s: wait timed out after %.1f s"
-                            % (lock_path, timeout_s), time.monotonic() - start)
+                    return (
+                        TIMEOUT_RC,
+                        "",
+                        "npu-smi lock %s: wait timed out after %.1f s" % (lock_path, timeout_s),
+                        time.monotonic() - start,
+                    )
                 time.sleep(0.02)
         return _run_locked(list(args), deadline, start, timeout_s, command)
     finally:
@@ -266,12 +302,20 @@ def _open_lock(lock_path: str) -> int:
         return os.open(lock_path, os.O_RDONLY)  # another user's file in a sticky directory
 
 
-def _run_locked(args: List[str], deadline: float, start: float, timeout_s: float,
-                command: str = "npu-smi") -> Tuple[int, str, str, float]:
+def _run_locked(
+    args: List[str], deadline: float, start: float, timeout_s: float, command: str = "npu-smi"
+) -> Tuple[int, str, str, float]:
     """Run npu-smi in its own process group; kill the group when the deadline passes."""
     try:
-        proc = subprocess.Popen([command] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace")
+        proc = subprocess.Popen(
+            [command] + args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+        )
     except FileNotFoundError:
         return NOT_FOUND_RC, "", "npu-smi: command not found on PATH", time.monotonic() - start
     except PermissionError as exc:
@@ -300,8 +344,7 @@ def on_device(row: Dict[str, Any], npu: Optional[int], chip: Optional[int]) -> b
     return chip is None or row.get("chip") is None or row["chip"] == chip
 
 
-def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None,
-                  chip: Optional[int] = None) -> Dict[str, Any]:
+def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None, chip: Optional[int] = None) -> Dict[str, Any]:
     """Is `pid` among npu-smi's processes on `npu` and `chip` (each if given)? Host pid first, then container pid.
 
     Rows that carry no chip number match on the NPU alone.

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 PAIRING_PATH = Path(__file__).with_name("pairing.json")
 SOURCES = ("official", "secondary")
@@ -22,7 +22,7 @@ _ROWS: Optional[List[Dict[str, Any]]] = None
 
 def load_rows(path: Path = PAIRING_PATH) -> List[Dict[str, Any]]:
     """Read and validate the pairing rows; errors name the file, the row and the key."""
-    with open(path, "r", encoding="utf-8") as fh:
+    with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
@@ -30,11 +30,13 @@ def load_rows(path: Path = PAIRING_PATH) -> List[Dict[str, Any]]:
     for index, row in enumerate(rows):
         for key in ("mindspore", "cann", "source", "ref"):
             if not isinstance(row.get(key), str) or not row[key]:
-                raise ValueError("%s: row %d: key %r must be a non-empty string, got %r"
-                                 % (path, index, key, row.get(key)))
+                raise ValueError(
+                    "%s: row %d: key %r must be a non-empty string, got %r" % (path, index, key, row.get(key))
+                )
         if row["source"] not in SOURCES:
-            raise ValueError("%s: row %d: key 'source' must be one of %s, got %r"
-                             % (path, index, SOURCES, row["source"]))
+            raise ValueError(
+                "%s: row %d: key 'source' must be one of %s, got %r" % (path, index, SOURCES, row["source"])
+            )
     return rows
 
 
@@ -61,8 +63,12 @@ def rows_for(ms_version: str) -> List[Dict[str, Any]]:
     """Rows for this MindSpore version: rows for exactly it, plus its release-branch row (x.y)."""
     ms = normalize_mindspore(ms_version)
     branch = ".".join(ms.split(".")[:2])
-    return [row for row in rows() if normalize_mindspore(row["mindspore"]) == ms
-            or (row["mindspore"].count(".") == 1 and row["mindspore"] == branch)]
+    return [
+        row
+        for row in rows()
+        if normalize_mindspore(row["mindspore"]) == ms
+        or (row["mindspore"].count(".") == 1 and row["mindspore"] == branch)
+    ]
 
 
 def _versions(found: List[Dict[str, Any]]) -> List[str]:
@@ -85,8 +91,10 @@ def _refs(found: List[Dict[str, Any]]) -> str:
 
 def _secondary_text(found: List[Dict[str, Any]]) -> str:
     """'8.2.RC1 (secondary: <ref>)' for each version the rows name, so no version is attributed to the guide."""
-    return ", ".join("%s (secondary: %s)" % (version, _refs([r for r in found if r["cann"] == version]))
-                     for version in _versions(found))
+    return ", ".join(
+        "%s (secondary: %s)" % (version, _refs([r for r in found if r["cann"] == version]))
+        for version in _versions(found)
+    )
 
 
 def pairing_verdict(ms_version: Optional[str], cann_version: Optional[str]) -> Dict[str, Any]:
@@ -97,21 +105,36 @@ def pairing_verdict(ms_version: Optional[str], cann_version: Optional[str]) -> D
     `inferred` true and both sources in the detail. Secondary rows decide only where the guide
     has no row, and the detail says so. not-run when either version is unknown or no row covers it.
     """
-    out: Dict[str, Any] = {"expected_cann": [], "official_cann": [], "secondary_cann": [], "source": None,
-                           "inferred": False}
+    out: Dict[str, Any] = {
+        "expected_cann": [],
+        "official_cann": [],
+        "secondary_cann": [],
+        "source": None,
+        "inferred": False,
+    }
     if not ms_version:
         return dict(out, status=Evidence.NOT_RUN, detail="MindSpore version unknown")
     found = rows_for(ms_version)
     official = [row for row in found if row["source"] == "official"]
     secondary = [row for row in found if row["source"] == "secondary"]
-    out.update(expected_cann=_versions(official) or _versions(secondary), official_cann=_versions(official),
-               secondary_cann=_versions(secondary), source="official" if official else "secondary" if found else None)
+    out.update(
+        expected_cann=_versions(official) or _versions(secondary),
+        official_cann=_versions(official),
+        secondary_cann=_versions(secondary),
+        source="official" if official else "secondary" if found else None,
+    )
     if not found:
-        return dict(out, status=Evidence.NOT_RUN,
-                    detail="no pairing row for MindSpore %s in %s" % (ms_version, PAIRING_PATH.name))
+        return dict(
+            out,
+            status=Evidence.NOT_RUN,
+            detail="no pairing row for MindSpore %s in %s" % (ms_version, PAIRING_PATH.name),
+        )
     guide = "MindSpore install guide: %s" % _refs(official)
     expects = "MindSpore %s expects CANN %s (%s)" % (
-        ms_version, " or ".join(out["expected_cann"]), guide if official else "secondary: %s" % _refs(secondary))
+        ms_version,
+        " or ".join(out["expected_cann"]),
+        guide if official else "secondary: %s" % _refs(secondary),
+    )
     if not cann_version:
         return dict(out, status=Evidence.NOT_RUN, detail="CANN version unknown; " + expects)
     cann = normalize_cann(cann_version)
@@ -123,14 +146,27 @@ def pairing_verdict(ms_version: Optional[str], cann_version: Optional[str]) -> D
         return dict(out, status=Evidence.PASS, source="official", detail=detail)
     supporting = [row for row in secondary if normalize_cann(row["cann"]) == cann]
     if supporting and official:
-        return dict(out, status=Evidence.FAIL, source="official", inferred=True, detail=(
-            "MindSpore %s with CANN %s: inferred from a secondary source (%s) contradicted by MindSpore's install "
-            "guide, which says CANN %s (%s)" % (ms_version, cann_version, _refs(supporting),
-                                                " or ".join(out["official_cann"]), _refs(official))))
+        return dict(
+            out,
+            status=Evidence.FAIL,
+            source="official",
+            inferred=True,
+            detail=(
+                "MindSpore %s with CANN %s: inferred from a secondary source (%s) contradicted by MindSpore's install "
+                "guide, which says CANN %s (%s)"
+                % (ms_version, cann_version, _refs(supporting), " or ".join(out["official_cann"]), _refs(official))
+            ),
+        )
     if supporting:
-        return dict(out, status=Evidence.PASS, source="secondary", detail=(
-            "MindSpore %s with CANN %s: from a secondary source (%s); MindSpore's install guide has no row for "
-            "this version" % (ms_version, cann_version, _refs(supporting))))
+        return dict(
+            out,
+            status=Evidence.PASS,
+            source="secondary",
+            detail=(
+                "MindSpore %s with CANN %s: from a secondary source (%s); MindSpore's install guide has no row for "
+                "this version" % (ms_version, cann_version, _refs(supporting))
+            ),
+        )
     detail = "%s, found %s" % (expects, cann_version)
     named_elsewhere = [row for row in secondary if row["cann"] not in out["official_cann"]] if official else []
     if named_elsewhere:

@@ -71,8 +71,7 @@ def _records(block: List[Tuple[str, str]]) -> List[List[Tuple[str, str]]]:
     for key, value in block:
         keys = [k for k, _ in current]
         leading = bool(current) and current[0][0] == "Chip ID"
-        new_mcu = (key == "Chip Name" and value.lower() in MCU_NAMES and "Chip ID" in keys
-                   and "Chip Type" not in keys)
+        new_mcu = key == "Chip Name" and value.lower() in MCU_NAMES and "Chip ID" in keys and "Chip Type" not in keys
         if current and (key in keys or new_mcu):
             records.append(current)
             current = []

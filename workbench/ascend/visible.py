@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Sequence
 
-from workbench.protocol import Evidence
+from workbench.events.protocol import Evidence
 
 _WELL_FORMED_RE = re.compile(r"^\d+(,\d+)*$")
 
@@ -31,26 +31,43 @@ def check_visible_devices(value: Optional[str], seen_npus: Optional[Sequence[int
     if value is None:
         return _result(Evidence.NOT_RUN, "ASCEND_RT_VISIBLE_DEVICES is not set: every device is visible")
     if not _WELL_FORMED_RE.match(value):
-        return _result(Evidence.FAIL, "ASCEND_RT_VISIBLE_DEVICES=%r: expected comma-separated integers "
-                                        "such as '0,1,2' (no spaces, no empty entries)" % value)
+        return _result(
+            Evidence.FAIL,
+            "ASCEND_RT_VISIBLE_DEVICES=%r: expected comma-separated integers "
+            "such as '0,1,2' (no spaces, no empty entries)" % value,
+        )
     ids = [int(part) for part in value.split(",")]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        return _result(Evidence.FAIL, "ASCEND_RT_VISIBLE_DEVICES=%r lists %s more than once"
-                       % (value, ", ".join(map(str, duplicates))), ids)
+        return _result(
+            Evidence.FAIL,
+            "ASCEND_RT_VISIBLE_DEVICES=%r lists %s more than once" % (value, ", ".join(map(str, duplicates))),
+            ids,
+        )
     if ids != sorted(ids):
-        return _result(Evidence.FAIL, "ASCEND_RT_VISIBLE_DEVICES=%r is not in ascending order "
-                                        "(the runtime fails with 207004 / EE1001); use %s"
-                       % (value, ",".join(map(str, sorted(ids)))), ids)
+        return _result(
+            Evidence.FAIL,
+            "ASCEND_RT_VISIBLE_DEVICES=%r is not in ascending order "
+            "(the runtime fails with 207004 / EE1001); use %s" % (value, ",".join(map(str, sorted(ids)))),
+            ids,
+        )
     if seen_npus is None:
-        return _result(Evidence.BLOCKED, "ASCEND_RT_VISIBLE_DEVICES=%r is well-formed and ascending; range not "
-                                  "checked: no device list from npu-smi" % value, ids)
+        return _result(
+            Evidence.BLOCKED,
+            "ASCEND_RT_VISIBLE_DEVICES=%r is well-formed and ascending; range not "
+            "checked: no device list from npu-smi" % value,
+            ids,
+        )
     count = len(seen_npus)
     outside = [i for i in ids if i >= count]
     if outside:
-        return _result(Evidence.FAIL, "ASCEND_RT_VISIBLE_DEVICES=%r: %s outside [0, %d), the %d device(s) "
-                                        "npu-smi shows here (ids %s); the runtime fails with 107001"
-                       % (value, ", ".join(map(str, outside)), count, count,
-                          ", ".join(map(str, seen_npus)) or "none"), ids)
-    return _result(Evidence.PASS, "ASCEND_RT_VISIBLE_DEVICES=%r: ascending, within the %d device(s) seen"
-                   % (value, count), ids)
+        return _result(
+            Evidence.FAIL,
+            "ASCEND_RT_VISIBLE_DEVICES=%r: %s outside [0, %d), the %d device(s) "
+            "npu-smi shows here (ids %s); the runtime fails with 107001"
+            % (value, ", ".join(map(str, outside)), count, count, ", ".join(map(str, seen_npus)) or "none"),
+            ids,
+        )
+    return _result(
+        Evidence.PASS, "ASCEND_RT_VISIBLE_DEVICES=%r: ascending, within the %d device(s) seen" % (value, count), ids
+    )

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from workbench.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES  # noqa: F401 (re-exported)
+from workbench.data.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)

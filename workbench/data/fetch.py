@@ -169,8 +169,9 @@ def fetch_cli(
         return 1
     display.stop()
     for path in paths:
-        stream.write("verified %s (%d bytes; SHA-256 of the content matches the official file)\n"
-                     % (path, path.stat().st_size))
+        stream.write(
+            "verified %s (%d bytes; SHA-256 of the content matches the official file)\n" % (path, path.stat().st_size)
+        )
     stream.write("done: %d files in %s\n" % (len(paths), dest))
     stream.flush()
     return 0

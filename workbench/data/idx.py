@@ -112,8 +112,7 @@ def parse_idx(
     if found_bytes < data_bytes:
         raise DataError(
             path,
-            f"truncated: {where} holds {found_bytes} data bytes after the header, "
-            f"the header promises {data_bytes}",
+            f"truncated: {where} holds {found_bytes} data bytes after the header, the header promises {data_bytes}",
             f"{header_bytes + data_bytes} bytes in total",
         )
     if found_bytes > data_bytes:

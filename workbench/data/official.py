@@ -37,20 +37,40 @@ class OfficialFile:
 # Hashes and sizes as listed in data/fashion-mnist/README.md (Zalando's official release).
 OFFICIAL_FILES = (
     OfficialFile(
-        "train_images", "train-images-idx3-ubyte", 2051, IMAGE_HW, 60000,
-        "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888", 26421880,
+        "train_images",
+        "train-images-idx3-ubyte",
+        2051,
+        IMAGE_HW,
+        60000,
+        "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+        26421880,
     ),
     OfficialFile(
-        "train_labels", "train-labels-idx1-ubyte", 2049, (), 60000,
-        "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9", 29515,
+        "train_labels",
+        "train-labels-idx1-ubyte",
+        2049,
+        (),
+        60000,
+        "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+        29515,
     ),
     OfficialFile(
-        "test_images", "t10k-images-idx3-ubyte", 2051, IMAGE_HW, 10000,
-        "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b", 4422102,
+        "test_images",
+        "t10k-images-idx3-ubyte",
+        2051,
+        IMAGE_HW,
+        10000,
+        "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+        4422102,
     ),
     OfficialFile(
-        "test_labels", "t10k-labels-idx1-ubyte", 2049, (), 10000,
-        "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34", 5148,
+        "test_labels",
+        "t10k-labels-idx1-ubyte",
+        2049,
+        (),
+        10000,
+        "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+        5148,
     ),
 )
 OFFICIAL_BY_KEY = {spec.key: spec for spec in OFFICIAL_FILES}

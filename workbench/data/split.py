@@ -12,8 +12,8 @@ from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
 
-from workbench.atomic import write_bytes, write_json
 from workbench.data.errors import DataError
+from workbench.system.atomic import write_bytes, write_json
 
 SPLIT_FORMAT = "ms-workbench split v1"
 NPZ_NAME = "split.npz"
@@ -34,9 +34,7 @@ class Split:
     path: Optional[Path] = None
 
 
-def stratified_split(
-    labels: np.ndarray, val_fraction: float = 0.1, seed: int = 37
-) -> Tuple[np.ndarray, np.ndarray]:
+def stratified_split(labels: np.ndarray, val_fraction: float = 0.1, seed: int = 37) -> Tuple[np.ndarray, np.ndarray]:
     """Per class, a seeded random round(fraction * n) go to validation; both index arrays sorted.
 
     Sorted, because order carries no information here: shuffling for training is the
@@ -95,9 +93,7 @@ def describe_split(
         "seed": int(seed),
         "val_fraction": float(val_fraction),
         "synthetic": bool(synthetic),
-        "per_class": [
-            {"label": int(c), "train": int(train_counts[c]), "val": int(val_counts[c])} for c in classes
-        ],
+        "per_class": [{"label": int(c), "train": int(train_counts[c]), "val": int(val_counts[c])} for c in classes],
         "source_files": [{"name": f["name"], "sha256": f["sha256"]} for f in source_files],
     }
 

@@ -13,9 +13,9 @@ def class_templates() -> np.ndarray:
     for cls in range(NUM_CLASSES):
         start = 2 + 5 * (cls % 5)
         if cls < 5:
-            templates[cls, start:start + 5, 2:26] = 1.0
+            templates[cls, start : start + 5, 2:26] = 1.0
         else:
-            templates[cls, 2:26, start:start + 5] = 1.0
+            templates[cls, 2:26, start : start + 5] = 1.0
     return templates
 
 

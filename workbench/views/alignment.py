@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from workbench.views import LatestJobView
+from workbench.views.base import LatestJobView
 
 SIDES = ("ref", "cand")
 ROLE = {"ref": "reference", "cand": "candidate"}
@@ -76,8 +76,9 @@ def formula_lines(diff: Dict[str, Any]) -> List[str]:
     abs_diff = abs(float(cand) - float(ref))
     allowed = float(atol) + float(rtol) * abs(float(ref))
     lines.append("  |cand − ref| = %s" % num(abs_diff))
-    lines.append("  atol + rtol·|ref| = %s + %s·%s = %s" % (num(atol), num(rtol), num(abs(float(ref)), 3),
-                                                         num(allowed)))
+    lines.append(
+        "  atol + rtol·|ref| = %s + %s·%s = %s" % (num(atol), num(rtol), num(abs(float(ref)), 3), num(allowed))
+    )
     lines.append("  → %s" % ("within" if abs_diff <= allowed else "OUTSIDE"))
     return lines
 
@@ -96,8 +97,10 @@ def hist_rows(hist: Optional[Dict[str, Any]], width: int = 20) -> List[Tuple[str
     if hist.get("nonfinite"):
         rows.append(("non-finite", int(hist["nonfinite"])))
     top = max([c for _, c in rows] or [0])
-    return [(label, count, "█" * (int(round(width * count / top)) if top else 0) or ("▏" if count else ""))
-            for label, count in rows]
+    return [
+        (label, count, "█" * (int(round(width * count / top)) if top else 0) or ("▏" if count else ""))
+        for label, count in rows
+    ]
 
 
 class AlignmentView(LatestJobView):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from workbench.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES
-from workbench.protocol import Evidence
-from workbench.views import LatestJobView
+from workbench.data.fashion import CLASS_NAMES, IMAGE_HW, NUM_CLASSES
+from workbench.events.protocol import Evidence
+from workbench.views.base import LatestJobView
 
 if TYPE_CHECKING:
     import numpy as np  # numpy is imported when a preview is read, not at UI start-up
@@ -39,10 +39,11 @@ def read_preview(path: Any) -> Preview:
     except (OSError, KeyError, ValueError) as exc:
         raise ValueError("%s: cannot be read as a preview (%s)" % (path, exc)) from None
     n = images.shape[0] if images.ndim == 3 else -1
-    if images.dtype != np.uint8 or tuple(images.shape[1:]) != IMAGE_HW or labels.shape != (n,) \
-            or indices.shape != (n,):
-        raise ValueError("%s: images %s %s, labels %s, indices %s; expected uint8 [n, 28, 28] with n labels and "
-                         "n indices" % (path, images.dtype, images.shape, labels.shape, indices.shape))
+    if images.dtype != np.uint8 or tuple(images.shape[1:]) != IMAGE_HW or labels.shape != (n,) or indices.shape != (n,):
+        raise ValueError(
+            "%s: images %s %s, labels %s, indices %s; expected uint8 [n, 28, 28] with n labels and "
+            "n indices" % (path, images.dtype, images.shape, labels.shape, indices.shape)
+        )
     return Preview(images=images, labels=labels.astype(np.int64), indices=indices.astype(np.int64))
 
 
@@ -113,16 +114,22 @@ class DataView(LatestJobView):
     def counts(self) -> Dict[str, List[int]]:
         """Per-class counts {train, val, test} (empty until the counts check or the result)."""
         counts = _dict(self.result.get("counts")) or _dict((self.checks.get("data.counts") or {}).get("evidence"))
-        return {k: [c if type(c) is int else 0 for c in counts[k]] for k in ("train", "val", "test")
-                if isinstance(counts.get(k), list)}
+        return {
+            k: [c if type(c) is int else 0 for c in counts[k]]
+            for k in ("train", "val", "test")
+            if isinstance(counts.get(k), list)
+        }
 
     @property
     def files(self) -> List[Dict[str, Any]]:
         """Source files with hashes: from the result, else from the per-file checks so far."""
         if isinstance(self.result.get("files"), list) and self.result["files"]:
             return [f for f in self.result["files"] if isinstance(f, dict)]
-        return [c.get("evidence") or {} for cid, c in self.checks.items()
-                if cid.startswith("data.file.") and c.get("status") == Evidence.PASS]
+        return [
+            c.get("evidence") or {}
+            for cid, c in self.checks.items()
+            if cid.startswith("data.file.") and c.get("status") == Evidence.PASS
+        ]
 
     @property
     def data_dir(self) -> Optional[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from workbench.ascend import chipstatus
-from workbench.protocol import Evidence
-from workbench.record import JobRecord
-from workbench.views import View
+from workbench.events.protocol import Evidence
+from workbench.fold.record import JobRecord
+from workbench.views.base import View
 
 # Display order of the check groups: the device probes answer the main question, and run first.
 GROUP_ORDER = ("probes", "python", "packages", "cann", "driver", "npu", "settings")
@@ -56,10 +56,14 @@ class EnvironmentView(View):
             self.full_jid, base_checks, base_summary = followed.jid, {}, {}
         else:  # the full run as it stood when the probes run started: its late lines are not merged
             if self._base is None or self._base[0] != followed.jid:
-                before = [r for r in records[:records.index(followed)] if r.started and _scope(r) != "probes"]
+                before = [r for r in records[: records.index(followed)] if r.started and _scope(r) != "probes"]
                 full = before[-1] if before else None
-                self._base = (followed.jid, full.jid if full else None, dict(full.checks) if full else {},
-                              dict(_dict(full.result)) if full else {})
+                self._base = (
+                    followed.jid,
+                    full.jid if full else None,
+                    dict(full.checks) if full else {},
+                    dict(_dict(full.result)) if full else {},
+                )
             _, self.full_jid, base_checks, base_summary = self._base
         self.checks, self.check_jid = {}, {}
         for cid, ev in base_checks.items():
@@ -73,8 +77,11 @@ class EnvironmentView(View):
         else:
             probes = _dict(followed.result).get("probes")
             self.summary["probes"] = probes if isinstance(probes, list) else []
-        later = [r for r in records[records.index(followed) + 1:] if not r.started and r.status is not None
-                 and r.status.done]
+        later = [
+            r
+            for r in records[records.index(followed) + 1 :]
+            if not r.started and r.status is not None and r.status.done
+        ]
         self.notice = "%s %s" % (later[-1].jid, later[-1].label) if later else ""
 
     # -- what the screen asks ----------------------------------------------------------------
@@ -82,9 +89,13 @@ class EnvironmentView(View):
         """Checks in display order: by group, then in the order they were emitted."""
         rank = {g: i for i, g in enumerate(GROUP_ORDER)}
         items = list(self.checks.values())
-        return [c for _, _, c in sorted(
-            ((rank.get(str(c.get("group")), len(rank)), n, c) for n, c in enumerate(items)),
-            key=lambda t: (t[0], t[1]))]
+        return [
+            c
+            for _, _, c in sorted(
+                ((rank.get(str(c.get("group")), len(rank)), n, c) for n, c in enumerate(items)),
+                key=lambda t: (t[0], t[1]),
+            )
+        ]
 
     def counts(self) -> Dict[str, int]:
         """How many checks per evidence level."""
@@ -124,8 +135,11 @@ class EnvironmentView(View):
     @property
     def chip_errors(self) -> List[str]:
         """The `-t` queries that failed, per NPU (their values stay dashes)."""
-        return ["NPU %s -t %s: %s" % (c.get("npu"), kind, text) for c in self.cards
-                for kind, text in sorted(_dict(c.get("errors")).items())]
+        return [
+            "NPU %s -t %s: %s" % (c.get("npu"), kind, text)
+            for c in self.cards
+            for kind, text in sorted(_dict(c.get("errors")).items())
+        ]
 
     @property
     def device(self) -> Dict[str, Any]:

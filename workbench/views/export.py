@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from workbench.protocol import Evidence
-from workbench.views import LatestJobView
+from workbench.events.protocol import Evidence
+from workbench.views.base import LatestJobView
 
 FRESH = "__fresh__"  # the run picker's value for "no training job: a freshly initialised net"
 FORMAT_ORDER = {"ckpt": 0, "mindir": 1, "lite": 2}
@@ -56,9 +56,12 @@ class ExportView(LatestJobView):
         if check and check.get("status") == Evidence.PASS:
             evidence = check.get("evidence") or {}
             covered, pairs = evidence.get("classes_covered"), evidence.get("pairs")
-            return {"dir": "artifacts/reference", "samples": evidence.get("samples"),
-                    "classes_covered": len(covered) if isinstance(covered, list) else 0,
-                    "confused_pairs": pairs if isinstance(pairs, list) else []}
+            return {
+                "dir": "artifacts/reference",
+                "samples": evidence.get("samples"),
+                "classes_covered": len(covered) if isinstance(covered, list) else 0,
+                "confused_pairs": pairs if isinstance(pairs, list) else [],
+            }
         return None
 
     def counts(self) -> Dict[str, int]:

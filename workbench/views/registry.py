@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from workbench.views.data import DataView
 from workbench.views.alignment import AlignmentView
-from workbench.views.export import ExportView
+from workbench.views.data import DataView
 from workbench.views.environment import EnvironmentView
+from workbench.views.export import ExportView
 from workbench.views.session import SessionView
 from workbench.views.training import TrainingView
 

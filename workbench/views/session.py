@@ -6,8 +6,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional
 
-from workbench.textlog import format_event
-from workbench.views import View
+from workbench.events.text import format_event
+from workbench.views.base import View
 
 RECENT_EVENTS = 400
 
@@ -39,8 +39,14 @@ class SessionView(View):
         row = self.rows.get(job.jid)
         if row is None:
             dev = job.spec.get("device") if isinstance(job.spec.get("device"), dict) else {}
-            row = JobRow(job.jid, job.kind, job.status.state, job.status.reason, job.status.duration_s,
-                         "%s:%s" % (dev.get("resolved", "?"), dev.get("id", 0)))
+            row = JobRow(
+                job.jid,
+                job.kind,
+                job.status.state,
+                job.status.reason,
+                job.status.duration_s,
+                "%s:%s" % (dev.get("resolved", "?"), dev.get("id", 0)),
+            )
             self.rows[job.jid] = row
         return row
 
@@ -63,9 +69,12 @@ class SessionView(View):
                     break
         for line in reversed(tail):
             self._line(row, line)
-        for damage in rec.damaged[row.damaged_seen:]:
-            self._line(row, "damaged line %s:%s (%s) skipped: %s" % (
-                damage["file"], damage["line"], damage["what"], damage["problem"]))
+        for damage in rec.damaged[row.damaged_seen :]:
+            self._line(
+                row,
+                "damaged line %s:%s (%s) skipped: %s"
+                % (damage["file"], damage["line"], damage["what"], damage["problem"]),
+            )
         row.damaged_seen = len(rec.damaged)
         self.version += 1
 

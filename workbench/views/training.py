@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Deque, Dict, List, Optional
 
-from workbench.metrics import upper_median, weakest_class
-from workbench.record import JobRecord
-from workbench.series import HISTORY, RankSteps, WholeRunHistory  # noqa: F401  (the screen's history types)
-from workbench.views import LatestJobView
+from workbench.analysis.metrics import upper_median, weakest_class
+from workbench.fold.record import JobRecord
+from workbench.fold.series import HISTORY, RankSteps, WholeRunHistory  # noqa: F401  (the screen's history types)
+from workbench.views.base import LatestJobView
 
 
 class TrainingView(LatestJobView):
@@ -180,8 +180,11 @@ class TrainingView(LatestJobView):
         """Seconds one validation takes: each ended epoch's time less its steps at the steady rate (mean over epochs)."""
         if step_ms is None or not steps_per_epoch:
             return None
-        spent = [e["epoch_s"] - steps_per_epoch * step_ms / 1000.0 for e in self.epochs
-                 if type(e.get("epoch_s")) in (int, float)]
+        spent = [
+            e["epoch_s"] - steps_per_epoch * step_ms / 1000.0
+            for e in self.epochs
+            if type(e.get("epoch_s")) in (int, float)
+        ]
         return max(0.0, sum(spent) / len(spent)) if spent else None
 
     def eta_s(self) -> Optional[float]:

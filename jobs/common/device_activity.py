@@ -1,0 +1,241 @@
+"""The `device-activity` check: is this job's own pid on the NPU it asked for, while it trains?
+
+On Ascend, `npu-smi info` runs once (after warm-up, while steps run) through the single-poller
+lock shared with the env job (<sessions root>/.locks/npu-smi.lock); its raw output is kept as an
+artifact and the verdict comes from workbench.ascend.activity. On CPU or GPU, or without
+npu-smi, the check is not-run with the reason: a finished run is never taken as device evidence.
+
+`observe` (runs npu-smi, writes the raw file, emits nothing) and `report` (emits the events) are
+split so the sampling can run in a helper thread while the training loop goes on: the events
+are then written from the main thread, keeping seq in order.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from workbench.ascend import activity, npusmi
+from workbench.events.protocol import Evidence
+from workbench.jobkit.context import JobContext
+from workbench.system.atomic import write_text
+
+CHECK_ID = "device-activity"
+CHECK_TITLE = "device activity"
+DEFAULT_ARTIFACT = "npu-smi-during-train.txt"
+USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
+RAW_EVIDENCE_CHARS = 6000
+
+
+def in_container() -> Optional[bool]:
+    """True when this process looks containerised (docker/podman marker files, cgroup names); None if unknown."""
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if os.path.exists(marker):
+            return True
+    try:
+        with open("/proc/1/cgroup", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    if any(word in text for word in ("docker", "kubepods", "containerd", "libpod", "lxc")):
+        return True
+    return False
+
+
+def find_npu_smi(cmd: str) -> Tuple[Optional[str], List[str]]:
+    """(path, looked_at): `cmd` on PATH, else the usual install places when its name is npu-smi."""
+    looked = [cmd]
+    found = shutil.which(cmd)
+    if found:
+        return found, looked
+    if os.path.basename(cmd) == "npu-smi":
+        for usual in USUAL_NPU_SMI:
+            looked.append(usual)
+            if os.path.isfile(usual) and os.access(usual, os.X_OK):
+                return usual, looked
+    return None, looked
+
+
+def lock_path(ctx: JobContext) -> str:
+    """The session store's npu-smi lock (the env job's): <sessions root>/.locks/npu-smi.lock."""
+    return str(ctx.dir.parents[2] / ".locks" / "npu-smi.lock")
+
+
+def _target_and_id(device: Dict[str, Any]) -> Tuple[str, int]:
+    """Target and id from a runner device record ({resolved, id}) or a plain {target, id}."""
+    target = device.get("resolved") or device.get("target")
+    return str(target), int(device.get("id", device.get("device_id", 0)) or 0)
+
+
+def observe(
+    ctx: JobContext,
+    device: Dict[str, Any],
+    npu_smi: str = "npu-smi",
+    pid: Optional[int] = None,
+    timeout_s: float = 20.0,
+    artifact_name: str = DEFAULT_ARTIFACT,
+    when: Optional[Dict[str, Any]] = None,
+    containerised: Optional[bool] = None,
+) -> Dict[str, Any]:
+    """Run npu-smi once (Ascend only) and decide; writes the raw output file but emits no event.
+
+    `containerised` None means detect it (in_container()). Returns {status, detail, hint,
+    evidence, artifact}: `artifact` is the raw file's path or None.
+    """
+    target, device_id = _target_and_id(device)
+    pid = os.getpid() if pid is None else int(pid)
+    base: Dict[str, Any] = {"target": target, "device_id": device_id, "pid": pid, "when": when or {}}
+    if target != "Ascend":
+        return {
+            "status": Evidence.NOT_RUN,
+            "artifact": None,
+            "evidence": base,
+            "hint": None,
+            "detail": "target %s: npu-smi process evidence exists for Ascend only; what MindSpore runs on is "
+            "in the effective-config check" % target,
+        }
+    path, looked = find_npu_smi(npu_smi)
+    base.update(npu_smi=path, looked_at=looked)
+    if path is None:
+        return {
+            "status": Evidence.NOT_RUN,
+            "artifact": None,
+            "evidence": base,
+            "detail": "npu-smi not found (looked for %s): no process evidence for the NPU" % ", ".join(looked),
+            "hint": "install the Ascend driver's npu-smi, or mount it into the container",
+        }
+    lock = lock_path(ctx)
+    started = time.time()
+    # The full path, not a PATH edit: this may run in a helper thread while the job runs.
+    rc, out, err, elapsed_s = npusmi.run_npu_smi(["info"], timeout_s=timeout_s, lock_path=lock, command=path)
+    raw = out + (("\n# stderr:\n" + err) if err.strip() else "")
+    artifact = write_text(ctx.artifacts / artifact_name, raw)
+    base.update(
+        returncode=rc,
+        elapsed_s=round(elapsed_s, 3),
+        sampled_at=started,
+        lock=lock,
+        timeout_s=timeout_s,
+        raw=raw[-RAW_EVIDENCE_CHARS:],
+    )
+    failure = npusmi.classify_failure(rc, out, err)
+    if failure is not None:
+        verdict = npusmi.failure_verdict(failure, out, err)
+        base["failure"] = failure
+        return {
+            "status": verdict["status"],
+            "artifact": artifact,
+            "evidence": base,
+            "hint": verdict["hint"],
+            "detail": verdict["detail"] + "; no process evidence",
+        }
+    info = npusmi.parse_info(out)
+    if not info.devices:
+        return {
+            "status": Evidence.BLOCKED,
+            "artifact": artifact,
+            "evidence": dict(base, unparsed=info.unparsed),
+            "detail": "npu-smi info printed no device table this parser knows (layout %s)" % info.layout,
+            "hint": "keep artifacts/%s and compare it with the known layouts" % artifact_name,
+        }
+    mapping = activity.npu_for_device(device_id, os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), info.devices)
+    verdict = activity.activity_verdict(info, pid, mapping, in_container() if containerised is None else containerised)
+    evidence = dict(base, **verdict["evidence"])
+    detail = verdict["detail"]
+    if mapping.get("visible_devices") is not None and mapping.get("npu") is not None:
+        detail += "; device id %d -> NPU %s chip %s via ASCEND_RT_VISIBLE_DEVICES=%s" % (
+            device_id,
+            mapping["npu"],
+            mapping["chip"],
+            mapping["visible_devices"],
+        )
+    return {
+        "status": verdict["status"],
+        "detail": detail,
+        "hint": verdict["hint"],
+        "evidence": evidence,
+        "artifact": artifact,
+    }
+
+
+def report(ctx: JobContext, observation: Dict[str, Any]) -> Dict[str, Any]:
+    """Emit the raw output's artifact event (when there is one) and the check; returns the check event."""
+    if observation.get("artifact") is not None:
+        ctx.artifact(Path(observation["artifact"]), "npu-smi-info", purpose="device activity during the job")
+    return ctx.check(
+        CHECK_ID,
+        CHECK_TITLE,
+        observation["status"],
+        observation["detail"],
+        evidence=observation["evidence"],
+        hint=observation.get("hint"),
+    )
+
+
+def sample_device_activity(
+    ctx: JobContext,
+    device: Dict[str, Any],
+    npu_smi: str = "npu-smi",
+    pid: Optional[int] = None,
+    timeout_s: float = 20.0,
+    artifact_name: str = DEFAULT_ARTIFACT,
+    containerised: Optional[bool] = None,
+    when: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Observe once and emit the `device-activity` check (never a pass off Ascend)."""
+    return report(ctx, observe(ctx, device, npu_smi, pid, timeout_s, artifact_name, when, containerised))
+
+
+class BackgroundSample:
+    """One observation in a helper thread (so npu-smi sees the device while steps run); report() from the main thread."""
+
+    def __init__(
+        self,
+        ctx: JobContext,
+        device: Dict[str, Any],
+        npu_smi: str = "npu-smi",
+        pid: Optional[int] = None,
+        timeout_s: float = 20.0,
+        when: Optional[Dict[str, Any]] = None,
+        containerised: Optional[bool] = None,
+    ):
+        self.ctx = ctx
+        self.result: Optional[Dict[str, Any]] = None
+        self.reported = False
+        args = (ctx, device, npu_smi, pid, timeout_s, DEFAULT_ARTIFACT, when, containerised)
+        self.thread = threading.Thread(target=self._run, args=args, name="device-activity", daemon=True)
+
+    def start(self) -> BackgroundSample:
+        """Start sampling."""
+        self.thread.start()
+        return self
+
+    def _run(self, *args: Any) -> None:
+        try:
+            self.result = observe(*args)
+        except Exception as exc:  # the check must say the sampling broke, not vanish
+            self.result = {
+                "status": Evidence.BLOCKED,
+                "artifact": None,
+                "hint": None,
+                "evidence": {"error": repr(exc)},
+                "detail": "sampling npu-smi raised %s: %s" % (type(exc).__name__, exc),
+            }
+
+    def done(self) -> bool:
+        """Has the observation finished (cheap: call it between steps)?"""
+        return self.result is not None
+
+    def report(self, wait_s: Optional[float] = None) -> Optional[Dict[str, Any]]:
+        """Emit the check once the observation is in (waiting up to wait_s); None when still running."""
+        if self.reported:
+            return None
+        self.thread.join(wait_s)
+        if self.result is None:
+            return None
+        self.reported = True
+        return report(self.ctx, self.result)

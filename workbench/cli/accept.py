@@ -1,0 +1,75 @@
+"""`ms-workbench accept [SID] [--json]`: the acceptance verdict of a session, per layer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, Optional
+
+from workbench.acceptance.verdict import evaluate, exit_code
+from workbench.config.layers import ConfigError, load
+from workbench.fold.session import fold_session
+from workbench.session.refs import BadReference
+from workbench.session.store import SessionStore, sessions_root
+
+USAGE_ERROR = 2
+
+
+def acceptance_config(config_file: Optional[str] = None, sets: Any = ()) -> Dict[str, Any]:
+    """The effective config's `acceptance` and `compare` (None when absent) sections: defaults < user file <
+    --config < --set (ConfigError if invalid)."""
+    cfg = load(config_file, sets or [])
+    return {"acceptance": cfg["acceptance"], "compare": cfg.get("compare")}
+
+
+def render(acc: Dict[str, Any]) -> str:
+    """The verdict for people: target, one line per layer, the deciding checks that did not pass, what to run."""
+    target = acc["target"]
+    lines = ["target %s (requested %s: %s)" % (target["device"], target.get("requested"), target.get("why")), ""]
+    for lay in acc["layers"]:
+        lines.append("%-10s %-14s %s" % (lay["layer"], lay["verdict"], lay["summary"]))
+        for row in lay["deciding"]:
+            if row["level"] != "observed-pass" or "does not count" in (row["detail"] or ""):
+                lines.append(
+                    "    %-28s %-14s on %-7s %s"
+                    % (row["check"], row["level"], row["device"] or "-", (row["detail"] or "")[:100])
+                )
+        for need in lay["missing"]:
+            key = " (TUI: %s)" % need["key"] if need["key"] else ""
+            lines.append("    missing: %s\n      run: %s%s" % (need["what"], need["command"], key))
+    lines += [
+        "",
+        "overall %s" % acc["overall"],
+        "(a CPU target's device layer is not required: it makes no device claim)"
+        if acc["target"]["device"] == "CPU"
+        else "",
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def cmd_accept(args) -> int:
+    """Print the verdict per layer; 0 when every required layer passes, 1 otherwise, 2 on usage errors."""
+    store = SessionStore(sessions_root(args.sessions))
+    try:
+        session_dir = store.session_dir(store.named_or_newest(args.sid))
+        cfg = acceptance_config(args.config, args.set)
+    except (BadReference, FileNotFoundError) as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    except ConfigError as exc:
+        print("config error: %s" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    acc = evaluate(fold_session(session_dir), cfg["acceptance"], cfg["compare"])
+    if args.json:
+        sys.stdout.write(json.dumps(acc, indent=2, sort_keys=False, default=str) + "\n")
+    else:
+        sys.stdout.write("session %s\n%s" % (session_dir.name, render(acc)))
+    return exit_code(acc)
+
+
+def add_parser(sub: Any, parents: list) -> None:
+    """Register `accept` on the CLI's subparsers."""
+    p = sub.add_parser("accept", parents=parents, help="the acceptance verdict of a session, per layer")
+    p.add_argument("sid", nargs="?", help="session id (default: the newest)")
+    p.add_argument("--json", action="store_true", help="the acceptance as JSON (the same as report.json's)")
+    p.set_defaults(func=cmd_accept)

@@ -1,0 +1,121 @@
+"""Bounded step series: a whole run's trend in a fixed number of points, and a rank's recent steady steps."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional
+
+from workbench.analysis.metrics import upper_median
+
+HISTORY = 120  # points kept for each sparkline
+RANK_WINDOW = 20  # recent steady steps per rank behind its step time and images/s
+COMPILE_KEPT = 50  # compile and recompile steps kept (a run has a handful)
+
+
+def number(value: Any) -> Optional[float]:
+    """A JSON number as a float; None for anything else (a bool, a string, 'nan' written as text)."""
+    return float(value) if type(value) in (int, float) else None
+
+
+class WholeRunHistory:
+    """Bounded history of a whole run: when full, neighbours are averaged and each point covers twice the steps."""
+
+    def __init__(self, max_points: int = HISTORY) -> None:
+        self.max_points = max_points
+        self.points: List[float] = []
+        self.per_point = 1  # steps averaged into each point
+        self._sum, self._n = 0.0, 0
+
+    def append(self, value: float) -> None:
+        """Add one step's value."""
+        self._sum += value
+        self._n += 1
+        if self._n == self.per_point:
+            self.points.append(self._sum / self._n)
+            self._sum, self._n = 0.0, 0
+            if len(self.points) >= self.max_points:
+                self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
+                self.per_point *= 2
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, index):
+        return self.points[index]
+
+
+class RankSteps:
+    """Recent steady step times and batch sizes of one rank."""
+
+    def __init__(self) -> None:
+        self.step_ms: Deque[float] = deque(maxlen=RANK_WINDOW)
+        self.sizes: Deque[int] = deque(maxlen=RANK_WINDOW)
+        self.last_ms: Optional[float] = None
+
+    def add(self, ms: float, size: Any, steady: bool) -> None:
+        """Record one step; only steady ones enter the window."""
+        self.last_ms = ms
+        if steady:
+            self.step_ms.append(ms)
+            self.sizes.append(int(size) if type(size) in (int, float) else 0)
+
+    @property
+    def median_ms(self) -> Optional[float]:
+        """Median of the recent steady steps (upper middle), else the last step seen."""
+        return upper_median(self.step_ms) if self.step_ms else self.last_ms
+
+    @property
+    def images_per_s(self) -> Optional[float]:
+        """Images over wall time of the recent steady steps."""
+        total_ms = sum(self.step_ms)
+        return 1000.0 * sum(self.sizes) / total_ms if total_ms > 0 and sum(self.sizes) else None
+
+
+class StepSeries:
+    """The main rank's steps, bounded: the loss trend, recent steady step times, compile and warm-up counts."""
+
+    def __init__(self) -> None:
+        self.loss = WholeRunHistory()  # the whole run's trend, not just the last steps
+        self.step_ms: Deque[float] = deque(maxlen=HISTORY)  # steady steps only
+        self.compile_ms: List[float] = []
+        self.warmup_seen = 0
+        self.profiled_seen = 0
+        self.count = 0
+        self.last: Dict[str, Any] = {}
+        self.first_loss: Optional[float] = None
+        self.last_loss: Optional[float] = None
+        self.min_loss: Optional[float] = None
+
+    def add(self, step: Dict[str, Any], phase: str) -> None:
+        """Fold one main-rank step whose phase is known."""
+        self.last = step
+        self.add_values(step.get("loss"), step.get("step_ms"), phase)
+
+    def add_values(self, loss: Any, ms: Any, phase: str) -> None:
+        """Fold one main-rank step by its loss and step time as written (`last` is the caller's to set)."""
+        self.count += 1
+        if type(loss) in (float, int):
+            loss = float(loss)
+            self.loss.append(loss)
+            if self.first_loss is None:
+                self.first_loss = self.min_loss = loss
+            elif loss < self.min_loss:  # type: ignore[operator]
+                self.min_loss = loss
+            self.last_loss = loss
+        if type(ms) not in (float, int):
+            return
+        ms = float(ms)
+        if phase == "steady":
+            self.step_ms.append(ms)
+        elif phase in ("compile", "recompile"):
+            if len(self.compile_ms) < COMPILE_KEPT:
+                self.compile_ms.append(ms)
+        elif phase == "warmup":
+            self.warmup_seen += 1
+        elif phase == "profiled":
+            self.profiled_seen += 1  # slowed by the profiler: not a steady step
+        else:
+            self.step_ms.append(ms)

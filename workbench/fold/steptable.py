@@ -1,0 +1,138 @@
+"""The record's per-step table of one job, bounded: a thinned table for figures, every row spooled for steps.csv.
+
+A long run has millions of steps; the record shows curves (a few thousand points are more than a
+figure's pixels) and the CSV holds every step. So the table keeps every `every`-th row (doubling
+`every` whenever it is full, the first row always kept), and, when asked, every row goes to a
+temporary CSV spool on disk as it is read. Memory stays flat in the number of steps.
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from collections import Counter
+from typing import IO, Any, Dict, List, Optional
+
+COLUMNS = ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase")
+MAX_ROWS = 4000
+SPOOL_BATCH = 4096  # rows written to the spool at a time
+
+
+ROW = ",".join(["%s"] * (len(COLUMNS) + 1)) + "\n"  # jid and the step's values, as metrics/steps.csv orders them
+
+
+def _number(value: Any) -> Optional[float]:
+    return float(value) if type(value) in (int, float) else None
+
+
+class StepTable:
+    """Steps of one job as read: thinned columns (plus `x`, the main rank's step number), counts, the CSV spool."""
+
+    def __init__(self, max_rows: Optional[int] = MAX_ROWS, spool: bool = False, jid: str = ""):
+        self.max_rows = max_rows
+        self.columns: Dict[str, List[Any]] = {c: [] for c in COLUMNS + ("x",)}
+        self.every = 1  # one kept row per `every` steps read
+        self.count = 0  # steps read, every rank
+        self.main_count = 0
+        self.first_loss: Optional[float] = None
+        self.last_loss: Optional[float] = None
+        self.min_loss: Optional[float] = None
+        self.ranks: set = set()
+        self.sizes: Counter = Counter()
+        self.jid = jid
+        self.spool: Optional[IO[str]] = tempfile.TemporaryFile("w+", encoding="utf-8", newline="") if spool else None
+        self._writer = csv.writer(self.spool, lineterminator="\n") if spool else None
+        self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
+
+    def add(self, step: Dict[str, Any]) -> None:
+        """Take one step (an expanded `step` event)."""
+        g = step.get
+        self.add_row(g("rank"), g("epoch"), g("step"), g("loss"), g("step_ms"), g("batch_size"), g("phase"))
+
+    def add_row(self, rank: Any, epoch: Any, step: Any, loss: Any, step_ms: Any, batch_size: Any, phase: Any) -> None:
+        """Take one step by its values (the fold's path: no dict per step)."""
+        main = rank in (None, 0)
+        if main:
+            self.main_count += 1
+            if type(loss) in (float, int):
+                loss_f = float(loss)
+                if self.first_loss is None:
+                    self.first_loss = self.min_loss = loss_f
+                elif loss_f < self.min_loss:  # type: ignore[operator]
+                    self.min_loss = loss_f
+                self.last_loss = loss_f
+        if rank is not None and isinstance(rank, int):
+            self.ranks.add(rank)
+        if batch_size is not None and (len(self.sizes) < 64 or batch_size in self.sizes):
+            self.sizes[batch_size] += 1
+        if self._rows is not None:  # None as "": the same empty cell for csv, and for "%s" (_flush)
+            self._rows.append(
+                (
+                    self.jid,
+                    epoch,
+                    step,
+                    "" if loss is None else loss,
+                    "" if step_ms is None else step_ms,
+                    "" if batch_size is None else batch_size,
+                    "" if rank is None else rank,
+                    "" if phase is None else phase,
+                )
+            )
+            if len(self._rows) >= SPOOL_BATCH:
+                self._flush()
+        if self.count % self.every == 0:
+            columns = self.columns
+            for name, value in zip(COLUMNS, (rank, epoch, step, loss, step_ms, batch_size, phase)):
+                columns[name].append(value)
+            columns["x"].append(self.main_count if main else None)
+            if self.max_rows is not None and len(columns["x"]) > self.max_rows:
+                for name in columns:
+                    columns[name] = columns[name][::2]
+                self.every *= 2
+        self.count += 1
+
+    def _flush(self) -> None:
+        rows = self._rows
+        if not rows:
+            return
+        # csv.writer writes str(value) (a float's repr) and quotes a value holding a comma, a quote or a newline.
+        # Formatted in one go (csv's cost per float is about twice this), then checked: no value held one, and
+        # no None was left to format (an epoch or step number left out; a string "None" goes to csv as well).
+        text = "".join([ROW % row for row in rows])
+        n = len(rows)
+        if (
+            text.count("\n") == n
+            and text.count(",") == len(COLUMNS) * n
+            and '"' not in text
+            and "\r" not in text
+            and "None" not in text
+        ):
+            self.spool.write(text)
+        else:
+            self._writer.writerows(rows)
+        rows.clear()
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The thinned table: each column a list, with `recorded` (steps read) and `every` (thinning)."""
+        out: Dict[str, Any] = {k: list(v) for k, v in self.columns.items()}
+        out.update(recorded=self.count, every=self.every)
+        return out
+
+    def copy_rows(self, out: IO[str]) -> None:
+        """Write the spooled CSV rows (every step, without a header) to `out`, then drop the spool."""
+        if self.spool is None:
+            return
+        self._flush()
+        self.spool.seek(0)
+        while True:
+            block = self.spool.read(1 << 20)
+            if not block:
+                break
+            out.write(block)
+        self.close()
+
+    def close(self) -> None:
+        """Remove the spool file."""
+        if self.spool is not None:
+            self.spool.close()
+            self.spool, self._writer, self._rows = None, None, None

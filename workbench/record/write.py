@@ -1,0 +1,352 @@
+"""Writes the session record: report.md/json, metrics CSVs, SVG figures and screenshots, manifest, tar.gz."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from workbench.events.files import line_blocks
+from workbench.fold.steptable import StepTable
+from workbench.masking.scrub import Scrubber, file_kind, scrub_pairs
+from workbench.record import metrics_csv, reproduce
+from workbench.record.collect import FORMAT, collect
+from workbench.record.manifest import (
+    IN_MEMORY_LIMIT_BYTES,
+    MANIFEST_NAME,
+    Entry,
+    SessionFiles,
+    write_archive,
+    write_manifest,
+)
+from workbench.record.markdown import appendix
+from workbench.record.markdown import report as markdown
+from workbench.record.markdown import reproduce as reproduce_md
+from workbench.render import svg
+from workbench.session.store import SessionStore
+from workbench.system.atomic import write_bytes, write_json, write_text
+
+EXPORT_DIR = "export"
+SESSION_MANIFEST = "session.sha256"  # the session's files as packed, relative to the session folder
+
+# Draws the session's screens into the given folder; returns {"files": [names in it], "error": str or None}.
+Screenshooter = Callable[[Path], Dict[str, Any]]
+
+
+def _large_text(entry: Entry) -> bool:
+    """A file left on disk that holds text (event files, logs): scrubbed in blocks of lines."""
+    if entry.data is not None:
+        return False
+    head = next(entry.chunks(), b"")[:8192]
+    return file_kind(entry.rel, head) != "binary"
+
+
+def scrub_session(files: SessionFiles, spill: Optional[Path] = None) -> Tuple[Scrubber, List[str]]:
+    """Mask secrets in the snapshot's copies -> (the scrubber, the paths whose copy was masked).
+
+    The session folder is never written: it stays the truth, byte for byte. The record, the manifest
+    and the archive carry the masked copies, so those files verify only in the unpacked archive.
+    Files too large to hold in memory are read in blocks of lines; a masked copy of one is written
+    under `spill` (a temporary folder the caller removes), so memory stays flat.
+    """
+    large = [e for _, e in sorted(files.entries.items()) if _large_text(e)]
+    large_ids = {id(e) for e in large}
+    scrubber = scrub_pairs((e.rel, e.data) for e in files.entries.values() if e.data is not None)
+    plain: Dict[int, int] = {}  # id(entry) -> values known when every block of the file was found plain
+    for entry in large:
+        known = len(scrubber.values)
+        if all([scrubber.learn_file(entry.rel, block) for block in line_blocks(entry.chunks())]):
+            plain[id(entry)] = known
+    masked = []
+    for rel, entry in sorted(files.entries.items()):
+        if entry.data is None:
+            if plain.get(id(entry), -1) == len(scrubber.values):  # plain, and no value learned since: unchanged
+                continue
+            if id(entry) in large_ids and spill is not None and _mask_large(scrubber, entry, spill):
+                masked.append(rel)
+            continue
+        clean = scrubber.file(entry.rel, entry.data)
+        if clean != entry.data:
+            entry.replace(clean)
+            masked.append(rel)
+    return scrubber, masked
+
+
+def _mask_large(scrubber: Scrubber, entry: Entry, spill: Path) -> bool:
+    """Mask a large file block by block into `spill`; point the entry at the copy when anything changed."""
+    spill.mkdir(parents=True, exist_ok=True)
+    copy = spill / ("%d-%s" % (len(os.listdir(str(spill))), entry.path.name))
+    changed = False
+    with open(str(copy), "wb") as out:
+        for block in line_blocks(entry.chunks()):
+            clean = scrubber.file(entry.rel, block)
+            changed = changed or clean != block
+            out.write(clean)
+    if changed:
+        entry.replace_path(copy)
+    else:
+        copy.unlink()
+    return changed
+
+
+def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
+    """Loss, step-time and confusion SVGs per job; returns {jid: {name: relative path}}."""
+    made: Dict[str, Dict[str, str]] = {}
+    jobs = {j["jid"]: j for j in report["jobs"]}
+    for run in report["training"]["runs"]:
+        j = jobs[run["jid"]]
+        mine = made.setdefault(run["jid"], {})
+        warmup = (j["config"].get("train") or {}).get("warmup_steps")
+        perf = j["perf"][-1] if j["perf"] else None
+        if perf is not None and perf.get("warmup_steps") is not None:
+            warmup = perf["warmup_steps"]
+        if j["steps"]["step"]:
+            write_text(
+                out / "figures" / ("%s-loss.svg" % run["jid"]), svg.loss_curve_svg(run["jid"], j["steps"], j["epochs"])
+            )
+            write_text(
+                out / "figures" / ("%s-step-time.svg" % run["jid"]),
+                svg.step_time_svg(run["jid"], j["steps"], warmup, perf),
+            )
+            mine["loss"] = "figures/%s-loss.svg" % run["jid"]
+            mine["step_time"] = "figures/%s-step-time.svg" % run["jid"]
+        if j.get("device_samples"):
+            figure = svg.device_svg(run["jid"], j["device_samples"], j.get("device_every") or 1, j.get("device_seen"))
+            write_text(out / "figures" / ("%s-device.svg" % run["jid"]), figure)
+            mine["device"] = "figures/%s-device.svg" % run["jid"]
+        best = run["best_epoch"] or {}
+        matrix = (best.get("val") or {}).get("confusion")
+        if matrix:
+            name = "figures/%s-confusion.svg" % run["jid"]
+            title = "%s: confusion matrix, epoch %s (validation)" % (run["jid"], best.get("epoch"))
+            write_text(out / name, svg.confusion_svg(matrix, run["class_names"], title))
+            mine["confusion"] = name
+    for test in report["training"]["tests"]:
+        if test.get("confusion"):
+            name = "figures/%s-confusion.svg" % test["jid"]
+            names = (
+                report["training"]["runs"][0]["class_names"]
+                if report["training"]["runs"]
+                else [str(i) for i in range(10)]
+            )
+            write_text(
+                out / name, svg.confusion_svg(test["confusion"], names, "%s: confusion matrix (test set)" % test["jid"])
+            )
+            made.setdefault(test["jid"], {})["confusion"] = name
+    return {k: v for k, v in made.items() if v}
+
+
+def screenshot_record(shooter: Optional[Screenshooter], out: Path) -> Dict[str, Any]:
+    """Ask the UI side's shooter for the screen pictures; its failure is reported in the record, not raised."""
+    if shooter is None:
+        return {"files": [], "error": "skipped on request"}
+    try:
+        result = dict(shooter(out / "screenshots"))
+    except Exception as exc:  # pictures are optional: the record is written without them
+        return {"files": [], "error": "%s: %s" % (type(exc).__name__, exc)}
+    result["files"] = ["screenshots/%s" % name for name in result.get("files") or []]
+    result.setdefault("error", None)
+    return result
+
+
+def _export_entries(folder: Path, skip: List[str]) -> List[Entry]:
+    """Entries for the export's own files, named relative to the export folder."""
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(str(folder)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            rel = os.path.relpath(str(path), str(folder)).replace(os.sep, "/")
+            if rel in skip or (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            st = path.stat()
+            small = st.st_size <= IN_MEMORY_LIMIT_BYTES
+            entries.append(
+                Entry(
+                    rel, path, path.read_bytes() if small else None, st.st_mtime, length=None if small else st.st_size
+                )
+            )
+    return entries
+
+
+def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> Dict[str, Any]:
+    """reproduce/: revision, package lock, commands, model code and the reference sets; returns the paths written."""
+    rep = reproduce.reproduce_record(report)
+    lock = rep.pop("_lock")
+    write_text(stage / reproduce_md.LOCK, lock)
+    write_json(stage / reproduce_md.REVISION, rep["revision"])
+    write_text(
+        stage / reproduce_md.COMMANDS,
+        "".join(
+            "# %s\n%s\n# again, from its effective config:\n# %s\n" % (c["jid"], c["as_run"], c["again"])
+            for c in rep["commands"]
+        ),
+    )
+    written = {"model_code": [], "reference": []}
+    for rel, data in sorted(reproduce.model_code().items()):
+        path = "%s/%s" % (reproduce_md.PACKAGE, rel.rsplit("/", 1)[-1])
+        write_bytes(stage / path, data)
+        written["model_code"].append(path)
+    for j in report["jobs"]:
+        for a in j["artifacts"]:
+            if str(a.get("kind", "")).startswith("reference") and a.get("on_disk") in ("matches", "superseded"):
+                entry = files.get(a["session_path"])
+                if entry is not None:
+                    path = "%s/reference/%s/%s" % (reproduce_md.PACKAGE, j["jid"], a["session_path"].rsplit("/", 1)[-1])
+                    write_bytes(stage / path, entry.read())
+                    written["reference"].append(path)
+    report["reproduce"] = rep
+    return written
+
+
+def export_session(
+    store: SessionStore, sid: str, out_dir: Optional[Path] = None, screenshots: Optional[Screenshooter] = None
+) -> Path:
+    """Write the session record to `out_dir` (default sessions/<sid>/export) and return that folder.
+
+    `screenshots` draws the screens into the folder it is given (the UI side makes one:
+    `screens.screenshots.shooter`); without it the record says the pictures were skipped.
+    Everything, the manifests and the archive included, is written into a staging folder that
+    replaces the export folder only when complete: a full disk leaves no record that looks whole.
+    """
+    session_dir = store.session_dir(sid)
+    export_dir = Path(out_dir).resolve() if out_dir else session_dir / EXPORT_DIR
+    if out_dir and export_dir != session_dir / EXPORT_DIR:
+        _check_replaceable(export_dir)  # sessions/<sid>/export is the record's own folder
+    files = SessionFiles.snapshot(session_dir, exclude=(EXPORT_DIR,))
+    spill = Path(tempfile.mkdtemp(prefix="ms-workbench-export-"))
+    tables: Dict[str, StepTable] = {}
+    try:
+        scrubber, masked = scrub_session(files, spill)
+        report = collect(store, sid, files, scrubber, step_tables=tables)
+        return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots)
+    finally:
+        for table in tables.values():
+            table.close()
+        shutil.rmtree(str(spill), ignore_errors=True)
+
+
+def _write_record(
+    store: SessionStore,
+    sid: str,
+    files: SessionFiles,
+    scrubber: Scrubber,
+    masked: List[str],
+    report: Dict[str, Any],
+    tables: Dict[str, StepTable],
+    export_dir: Path,
+    screenshots: Optional[Screenshooter],
+) -> Path:
+    """Stage the record's files, swap them in, then write the manifest and the archive."""
+    export_dir.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".export-staging-", dir=str(export_dir.parent)))
+    try:
+        (stage / "metrics").mkdir(parents=True)
+        with open(str(stage / "metrics" / "steps.csv"), "w", encoding="utf-8", newline="") as fh:
+            fh.write(metrics_csv.steps_csv([]))  # the header; every step follows, streamed from the spools
+            for j in report["jobs"]:
+                if j["jid"] in tables:
+                    tables[j["jid"]].copy_rows(fh)
+        metrics = {
+            "epochs.csv": metrics_csv.epochs_csv(report["jobs"]),
+            "per_class.csv": metrics_csv.per_class_csv(report["jobs"], _class_names(report)),
+        }
+        if any(j.get("device_samples") for j in report["jobs"]):  # Ascend runs only: CPU records stay as they were
+            metrics["device.csv"] = metrics_csv.device_csv(report["jobs"])
+        for name, text in metrics.items():
+            write_text(stage / "metrics" / name, text)
+        report["files"] = {
+            "metrics": ["metrics/%s" % n for n in ["steps.csv"] + list(metrics)],
+            "figures": figures(report, stage),
+            "masked": masked,
+        }
+        report["files"].update(write_package(report, files, stage))
+        report["files"]["screenshots"] = screenshot_record(screenshots, stage)
+        for rel, text in appendix.render_all(report).items():
+            write_text(stage / rel, text)
+        write_text(stage / "report.md", markdown.render(report))
+        write_json(stage / "report.json", report)
+        _scrub_tree(stage, scrubber)
+        _seal(stage, sid, files)
+        _swap_in(stage, export_dir)
+    finally:
+        if stage.exists():
+            shutil.rmtree(str(stage), ignore_errors=True)
+    return export_dir
+
+
+def _seal(stage: Path, sid: str, files: SessionFiles) -> None:
+    """session.sha256 and manifest.sha256 (each relative to the folder it verifies), then the archive."""
+    archive_name = "%s.tar.gz" % sid
+    session_entries = sorted(files.entries.values(), key=lambda e: e.rel)
+    write_manifest(stage / SESSION_MANIFEST, session_entries)
+    own = _export_entries(stage, [MANIFEST_NAME, archive_name])
+    write_manifest(stage / MANIFEST_NAME, own)
+    packed = [
+        Entry("%s/%s" % (EXPORT_DIR, e.rel), e.path, e.data, e.mtime, length=e.length)
+        for e in _export_entries(stage, [archive_name])
+    ]
+    export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in packed if e.rel.count("/") > 1})
+    write_archive(stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs)
+
+
+def _class_names(report: Dict[str, Any]) -> List[str]:
+    runs = report["training"]["runs"]
+    if runs:
+        return list(runs[0]["class_names"])
+    from workbench.data.dataset import CLASS_NAMES
+
+    return list(CLASS_NAMES)
+
+
+def _scrub_tree(folder: Path, scrubber: Scrubber) -> None:
+    """A last pass over everything the export wrote (screenshots show whatever a screen showed)."""
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        if path.stat().st_size > IN_MEMORY_LIMIT_BYTES:  # steps.csv of a long run: in blocks of lines
+            entry = Entry(path.name, path, None, 0.0, length=path.stat().st_size)
+            spill = path.with_name("." + path.name + ".scrub.tmp")
+            with open(str(spill), "wb") as out:
+                for block in line_blocks(entry.chunks()):
+                    out.write(scrubber.file(path.name, block))
+            os.replace(str(spill), str(path))
+            continue
+        data = path.read_bytes()
+        clean = scrubber.file(path.name, data)
+        if clean != data:
+            write_text(path, clean.decode("utf-8"))
+
+
+def _check_replaceable(export_dir: Path) -> None:
+    """An existing folder is replaced only when it is empty or an earlier record (never someone's files)."""
+    if not export_dir.exists():
+        return
+    if not export_dir.is_dir():
+        raise FileExistsError("%s exists and is not a folder; choose another --out" % export_dir)
+    if not any(export_dir.iterdir()):
+        return
+    try:
+        earlier = json.loads((export_dir / "report.json").read_text(encoding="utf-8")).get("format")
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    if earlier != FORMAT:
+        raise FileExistsError(
+            "%s is not empty and holds no earlier session record (report.json of format %s); "
+            "choose another --out" % (export_dir, FORMAT)
+        )
+
+
+def _swap_in(stage: Path, export_dir: Path) -> None:
+    """Replace the export folder by the staged one (the old one is removed only after the swap)."""
+    old = None
+    if export_dir.exists():
+        old = Path(tempfile.mkdtemp(prefix=".export-old-", dir=str(export_dir.parent)))
+        os.rmdir(str(old))
+        os.replace(str(export_dir), str(old))
+    os.replace(str(stage), str(export_dir))
+    if old is not None:
+        shutil.rmtree(str(old), ignore_errors=True)

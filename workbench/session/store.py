@@ -1,0 +1,259 @@
+"""The session store: sessions/<sid>/ with session.json and one folder per job."""
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from workbench import __version__
+from workbench.events.protocol import tail_events
+from workbench.session.refs import SID_PATTERN, BadReference, check_jid, check_sid
+from workbench.system.atomic import read_json, write_json
+from workbench.system.childproc import pid_running
+
+
+def sessions_root(explicit: Optional[str] = None) -> Path:
+    """--sessions DIR, else MS_WORKBENCH_SESSIONS, else ./sessions."""
+    return Path(explicit or os.environ.get("MS_WORKBENCH_SESSIONS") or "sessions").resolve()
+
+
+def new_sid(now: Optional[float] = None) -> str:
+    """YYYYMMDD-HHMMSS-<4 hex>."""
+    stamp = datetime.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
+    return "%s-%s" % (stamp, secrets.token_hex(2))
+
+
+@dataclass
+class JobStatus:
+    """A job's state derived from its events and exit.json."""
+
+    state: str  # running, ok, failed, crashed, timed-out, stalled, cancelled
+    reason: str
+    duration_s: Optional[float]
+
+    @property
+    def done(self) -> bool:
+        """True once the job has ended, whatever the way."""
+        return self.state != "running"
+
+    def label(self) -> str:
+        """One line for people, e.g. 'crashed: SIGSEGV after 41 s'."""
+        return self.state if not self.reason else "%s: %s" % (self.state, self.reason)
+
+
+def _finished(events: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    for event in reversed(events):
+        if event.get("type") == "finished" and event.get("rank") in (None, 0):
+            return event
+    return None
+
+
+def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> JobStatus:
+    """Derive the status: never 'ok' without a `finished` event with status ok."""
+    job_dir = Path(job_dir)
+    exit_path = job_dir / "exit.json"
+
+    def finished_event() -> Optional[Dict[str, Any]]:  # read only when needed: running jobs skip it
+        return _finished(events if events is not None else tail_events(str(job_dir / "events.jsonl")))
+
+    if not exit_path.exists():
+        pids = {}
+        if (job_dir / "pids.json").exists():
+            try:
+                pids = read_json(job_dir / "pids.json")
+            except (OSError, ValueError):
+                pids = {}
+        spec_created = None
+        try:
+            spec_created = read_json(job_dir / "job.json").get("created")
+        except (OSError, ValueError):
+            pass
+        dur = time.time() - (spec_created or time.time())
+        if pid_running(pids.get("supervisor")):
+            return JobStatus("running", "", round(dur, 1))
+        if not pids and spec_created and time.time() - spec_created < 10:
+            return JobStatus("running", "starting", round(dur, 1))
+        # No exit.json and no supervisor: it was killed (SIGKILL, the OOM killer); say what we can see.
+        if not pids:
+            return JobStatus("crashed", "supervisor lost (it started no job and wrote no exit.json)", None)
+        seen = ["supervisor pid %s gone without exit.json" % pids.get("supervisor")]
+        if pid_running(pids.get("job")):
+            seen.append("job pid %s still being stopped" % pids.get("job"))
+        fin = finished_event()
+        if fin is not None:
+            seen.append("the job had finished %s" % fin.get("status"))
+        return JobStatus("crashed", "supervisor lost (%s)" % "; ".join(seen), None)
+    rec = read_json(exit_path)
+    fin = finished_event()
+    dur = rec.get("duration_s")
+    after = " after %s s" % _fmt_s(dur) if dur is not None else ""
+    if rec.get("refused"):
+        return JobStatus("failed", "refused: " + rec["refused"], dur)
+    if rec.get("timed_out"):
+        return JobStatus("timed-out", "no end within the time limit%s" % after, dur)
+    if rec.get("stalled"):
+        return JobStatus("stalled", "no new event for the stall limit%s" % after, dur)
+    if rec.get("cancelled") or (fin and fin.get("status") == "cancelled"):
+        return JobStatus("cancelled", "stopped on request%s" % after, dur)
+    full = rec.get("disk_full")
+    if full:
+        where = " while writing %s" % full["file"] if full.get("file") else ""
+        return JobStatus("crashed", "no space left on device (ENOSPC)%s%s" % (where, after), dur)
+    if rec.get("signal"):
+        return JobStatus("crashed", "%s%s" % (rec["signal"], after), dur)
+    rc = rec.get("returncode")
+    if fin is None:
+        if rc == 0:
+            return JobStatus("failed", "exited 0 without a finished event%s" % after, dur)
+        return JobStatus("crashed", "exit code %s without a finished event%s" % (rc, after), dur)
+    if fin.get("status") == "ok" and rc == 0:
+        return JobStatus("ok", "", dur)
+    err = fin.get("error") or {}
+    msg = err.get("message") or ("exit code %s" % rc)
+    return JobStatus("failed", msg.splitlines()[0][:200] if msg else "", dur)
+
+
+def _fmt_s(value: float) -> str:
+    return ("%.0f" % value) if value >= 10 else ("%.1f" % value)
+
+
+class SessionStore:
+    """Creates and lists sessions and their jobs under one root."""
+
+    def __init__(self, root: Path, clock: Callable[[], float] = time.time):
+        self.root = Path(root)
+        self.clock = clock  # unix seconds; it stamps session ids and session.json (tests inject one)
+
+    def create(self, argv: Optional[List[str]] = None) -> str:
+        """Make a new session folder and its session.json."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        now = self.clock()
+        while True:  # the random suffix tells apart sessions made in one second; mkdir settles a clash
+            sid = new_sid(now)
+            try:
+                (self.root / sid).mkdir()
+                break
+            except FileExistsError:
+                continue
+        (self.root / sid / "jobs").mkdir()
+        write_json(
+            self.root / sid / "session.json",
+            {
+                "id": sid,
+                "created": now,
+                "host": socket.gethostname(),
+                "user": getpass.getuser(),
+                "version": __version__,
+                "argv": argv or [],
+            },
+        )
+        return sid
+
+    def session_dir(self, sid: str) -> Path:
+        """Folder of a session; BadReference for a malformed id, FileNotFoundError naming the root if absent."""
+        path = self.root / check_sid(sid)  # an id has no slash or dot: the path stays under the root
+        if not (path / "session.json").exists():
+            raise FileNotFoundError("no session %r under %s" % (sid, self.root))
+        return path
+
+    def sessions(self) -> List[str]:
+        """Session ids, oldest first (by the created time in session.json: ids of one second sort at random)."""
+        if not self.root.exists():
+            return []
+        found = [p.name for p in self.root.iterdir() if SID_PATTERN.match(p.name) and (p / "session.json").exists()]
+        return sorted(found, key=lambda sid: (self._created(sid), sid))
+
+    def _created(self, sid: str) -> float:
+        """session.json's created time; 0 for an unreadable one (sorted first, by id)."""
+        try:
+            created = read_json(self.session_dir(sid) / "session.json").get("created")
+        except (OSError, ValueError, AttributeError):
+            return 0.0
+        return float(created) if isinstance(created, (int, float)) else 0.0
+
+    def named_or_newest(self, sid: Optional[str]) -> str:
+        """`sid` checked against the root, else the newest session; FileNotFoundError when there is none."""
+        sid = sid or (self.sessions() or [None])[-1]
+        if sid is None:
+            raise FileNotFoundError("no sessions under %s" % self.root)
+        self.session_dir(sid)
+        return sid
+
+    def info(self, sid: str) -> Dict[str, Any]:
+        """The session.json of a session."""
+        return read_json(self.session_dir(sid) / "session.json")
+
+    def remember_ui(self, sid: str, **values: Any) -> None:
+        """Record UI state (e.g. last_screen) under session.json's `ui`, written atomically."""
+        info = self.info(sid)
+        ui = info.get("ui") if isinstance(info.get("ui"), dict) else {}
+        if all(ui.get(k) == v for k, v in values.items()):
+            return
+        ui.update(values)
+        info["ui"] = ui
+        write_json(self.session_dir(sid) / "session.json", info)
+
+    def new_job_dir(self, sid: str, kind: str) -> Path:
+        """Create jobs/<kind>-NNN (numbered per kind, exclusive mkdir)."""
+        jobs = self.session_dir(sid) / "jobs"
+        n = 1 + sum(1 for p in jobs.iterdir() if p.name.startswith(kind + "-"))
+        while True:
+            path = jobs / ("%s-%03d" % (kind, n))
+            try:
+                path.mkdir()
+                (path / "artifacts").mkdir()
+                return path
+            except FileExistsError:
+                n += 1
+
+    def jobs(self, sid: str) -> List[Path]:
+        """Job folders of a session, in start order."""
+        jobs = self.session_dir(sid) / "jobs"
+        dirs = [p for p in jobs.iterdir() if (p / "job.json").exists()]
+        return sorted(dirs, key=lambda p: (read_json(p / "job.json").get("created", 0), p.name))
+
+    def find_job(self, ref: str, sid: Optional[str] = None) -> Path:
+        """Resolve 'jid' or 'sid/jid' to a job folder under the root (ids only, never a path)."""
+        given = ref
+        try:
+            if "/" in ref:
+                sid, ref = ref.split("/", 1)
+                check_sid(sid)
+            check_jid(ref)
+            if sid is not None:
+                check_sid(sid)
+        except BadReference as exc:
+            raise BadReference("job reference %r: %s" % (given, exc))
+        candidates = [sid] if sid else list(reversed(self.sessions()))
+        for s in candidates:
+            path = self.root / s / "jobs" / ref
+            if (path / "job.json").exists():
+                return path
+        raise FileNotFoundError(
+            "no job %r in %s" % (ref, "session " + sid if sid else "any session under %s" % self.root)
+        )
+
+    def latest_with_running(self) -> Optional[str]:
+        """The newest session that has a running job."""
+        for sid in reversed(self.sessions()):
+            if any(job_status(j).state == "running" for j in self.jobs(sid)):
+                return sid
+        return None
+
+    def size_bytes(self, sid: str) -> int:
+        """Bytes on disk of a session folder."""
+        total = 0
+        for dirpath, _, files in os.walk(self.session_dir(sid)):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except OSError:
+                    pass
+        return total
