@@ -37,7 +37,7 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.fold.record import expand_steps  # noqa: E402
+from workbench.events.steps import expand_steps  # noqa: E402
 
 SEED = 37
 BATCH = 64

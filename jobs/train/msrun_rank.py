@@ -49,7 +49,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 from workbench.events.protocol import EventReader, EventWriter, read_all  # noqa: E402
-from workbench.fold.record import expand_steps  # noqa: E402
+from workbench.events.steps import expand_steps  # noqa: E402
 from workbench.jobkit.config import load_job_config  # noqa: E402
 from workbench.system.atomic import read_json, write_json  # noqa: E402
 from workbench.system.childproc import die_with_parent, signal_name  # noqa: E402
