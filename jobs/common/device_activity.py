@@ -31,19 +31,51 @@ USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/
 RAW_EVIDENCE_CHARS = 6000
 
 
-def in_container() -> Optional[bool]:
-    """True when this process looks containerised (docker/podman marker files, cgroup names); None if unknown."""
-    for marker in ("/.dockerenv", "/run/.containerenv"):
-        if os.path.exists(marker):
-            return True
+INIT_PID_NS = "pid:[4026531836]"  # the kernel's initial pid namespace (PROC_PID_INIT_INO)
+
+
+def _readlink(path: str) -> Optional[str]:
+    """os.readlink, None when it cannot be read."""
     try:
-        with open("/proc/1/cgroup", encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        return os.readlink(path)
     except OSError:
         return None
-    if any(word in text for word in ("docker", "kubepods", "containerd", "libpod", "lxc")):
-        return True
-    return False
+
+
+def _nspid(status_path: str) -> List[int]:
+    """The NSpid line of a /proc/<pid>/status: this process's pid in each namespace, outermost first."""
+    try:
+        with open(status_path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return [int(tok) for tok in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []
+
+
+def pid_namespace(pid: Optional[int] = None, proc: str = "/proc") -> Dict[str, Any]:
+    """Which pid namespace this process is in, and its host pid when /proc can say (activity.pid_space).
+
+    /proc/self/ns/pid names our namespace: the initial one means our pids are host pids (also in
+    a --pid=host container). Otherwise NSpid lists our pid in the namespace of the /proc we read
+    first; that is the host pid only when that /proc's pid 1 is in the initial namespace.
+    """
+    pid = os.getpid() if pid is None else int(pid)
+    own = _readlink(os.path.join(proc, "self", "ns", "pid"))
+    if own is None:
+        return activity.pid_space(None, pid, why="%s/self/ns/pid cannot be read" % proc)
+    if own == INIT_PID_NS:
+        return activity.pid_space(activity.HOST, pid, why="%s/self/ns/pid is the initial namespace %s" % (proc, own))
+    nspid = _nspid(os.path.join(proc, "self", "status"))
+    outer = _readlink(os.path.join(proc, "1", "ns", "pid"))
+    if len(nspid) > 1 and outer == INIT_PID_NS:
+        return activity.pid_space(
+            activity.CONTAINER, nspid[-1], nspid[0], why="own namespace %s; NSpid %s read from the host's /proc" % (own, nspid)
+        )
+    return activity.pid_space(
+        activity.CONTAINER, pid, why="own pid namespace %s (not the initial %s); host pid not visible" % (own, INIT_PID_NS)
+    )
 
 
 def find_npu_smi(cmd: str) -> Tuple[Optional[str], List[str]]:
@@ -79,15 +111,18 @@ def observe(
     timeout_s: float = 20.0,
     artifact_name: str = DEFAULT_ARTIFACT,
     when: Optional[Dict[str, Any]] = None,
-    containerised: Optional[bool] = None,
+    space: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Run npu-smi once (Ascend only) and decide; writes the raw output file but emits no event.
 
-    `containerised` None means detect it (in_container()). Returns {status, detail, hint,
-    evidence, artifact}: `artifact` is the raw file's path or None.
+    `space` (activity.pid_space) None means read this process's (pid_namespace()), with `pid`
+    as its pid. Returns {status, detail, hint, evidence, artifact}: `artifact` is the raw file's
+    path or None.
     """
     target, device_id = _target_and_id(device)
-    pid = os.getpid() if pid is None else int(pid)
+    if space is None:
+        space = pid_namespace(pid)
+    pid = space["pid"]
     base: Dict[str, Any] = {"target": target, "device_id": device_id, "pid": pid, "when": when or {}}
     if target != "Ascend":
         return {
@@ -143,7 +178,7 @@ def observe(
             "hint": "keep artifacts/%s and compare it with the known layouts" % artifact_name,
         }
     mapping = activity.npu_for_device(device_id, os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), info.devices)
-    verdict = activity.activity_verdict(info, pid, mapping, in_container() if containerised is None else containerised)
+    verdict = activity.activity_verdict(info, space, mapping)
     evidence = dict(base, **verdict["evidence"])
     detail = verdict["detail"]
     if mapping.get("visible_devices") is not None and mapping.get("npu") is not None:
@@ -183,11 +218,11 @@ def sample_device_activity(
     pid: Optional[int] = None,
     timeout_s: float = 20.0,
     artifact_name: str = DEFAULT_ARTIFACT,
-    containerised: Optional[bool] = None,
+    space: Optional[Dict[str, Any]] = None,
     when: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Observe once and emit the `device-activity` check (never a pass off Ascend)."""
-    return report(ctx, observe(ctx, device, npu_smi, pid, timeout_s, artifact_name, when, containerised))
+    return report(ctx, observe(ctx, device, npu_smi, pid, timeout_s, artifact_name, when, space))
 
 
 class BackgroundSample:
@@ -201,12 +236,12 @@ class BackgroundSample:
         pid: Optional[int] = None,
         timeout_s: float = 20.0,
         when: Optional[Dict[str, Any]] = None,
-        containerised: Optional[bool] = None,
+        space: Optional[Dict[str, Any]] = None,
     ):
         self.ctx = ctx
         self.result: Optional[Dict[str, Any]] = None
         self.reported = False
-        args = (ctx, device, npu_smi, pid, timeout_s, DEFAULT_ARTIFACT, when, containerised)
+        args = (ctx, device, npu_smi, pid, timeout_s, DEFAULT_ARTIFACT, when, space)
         self.thread = threading.Thread(target=self._run, args=args, name="device-activity", daemon=True)
 
     def start(self) -> BackgroundSample:

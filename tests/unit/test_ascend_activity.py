@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fixtures.ascend_fakes import fixture_text
-from workbench.ascend.activity import activity_verdict, npu_for_device
+from workbench.ascend.activity import CONTAINER, HOST, activity_verdict, npu_for_device, pid_space
 from workbench.ascend.npusmi import parse_info
 from workbench.events.protocol import Evidence
 
@@ -13,15 +13,17 @@ B3 = "npu-smi-info_910B3_x8_with_processes.txt"
 WIDE_26X = "derived_npu-smi-info_26x_container-pid_from_910B3.txt"
 A3 = "derived_npu-smi-info_A3_phy-id_from_910B3.txt"
 DUO = "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"
+SHARED_PIDS = "derived_npu-smi-info_310P3-duo_containers-sharing-pids_from_310x4.txt"
 
 
 def parse(name: str):
     return parse_info(fixture_text(name))
 
 
-def verdict(name: str, pid: int, device_id: int, visible=None, in_container=None, text=None):
+def verdict(name: str, pid: int, device_id: int, visible=None, in_container=None, text=None, host_pid=None):
     info = parse_info(text) if text is not None else parse(name)
-    return activity_verdict(info, pid, npu_for_device(device_id, visible, info.devices), in_container)
+    space = pid_space({True: CONTAINER, False: HOST, None: None}[in_container], pid, host_pid)
+    return activity_verdict(info, space, npu_for_device(device_id, visible, info.devices))
 
 
 def test_device_id_is_a_position_in_the_device_table():
@@ -78,7 +80,7 @@ def test_unknown_pid_among_several_processes_is_observed_fail():
     found = verdict(B3, 4242, 0, in_container=False)
     assert found["status"] == "observed-fail"
     assert len(found["evidence"]["processes"]) == 8
-    assert found["evidence"]["rule"] is None and found["evidence"]["row"] is None
+    assert found["evidence"]["rule"] == "host-pid" and found["evidence"]["row"] is None
 
 
 def test_container_pid_matched_and_named():
@@ -102,9 +104,66 @@ def test_container_pid_colliding_with_a_host_pid_follows_where_we_run():
     inside = verdict(WIDE_26X, 683932, 0, in_container=True, text=text)
     assert inside["status"] == "observed-pass"
     assert (inside["evidence"]["rule"], inside["evidence"]["row"]["pid"]) == ("container-pid", 683936)
-    assert "both a host pid" in inside["detail"]
     host = verdict(WIDE_26X, 683932, 0, in_container=False, text=text)
     assert (host["evidence"]["rule"], host["evidence"]["row"]["pid"]) == ("host-pid", 683932)
+    assert "not this job: host pid 683936 (in container 683932)" in host["detail"]
+
+
+def test_host_job_is_not_another_containers_process_with_the_same_pid():
+    # Host pid 412 is not on the table; a container's process has in-container pid 412.
+    found = verdict(WIDE_26X, 412, 0, in_container=False)
+    assert found["status"] == Evidence.FAIL, found
+    assert found["evidence"]["row"] is None
+    assert "not this job: host pid 683936 (in container 412)" in found["detail"]
+    # The same on a two-die card, on our die and on the sibling die.
+    for device_id in (0, 1):
+        shared = verdict(SHARED_PIDS, 41238, device_id, in_container=False)
+        assert shared["status"] == Evidence.FAIL, shared
+        assert "host pid 41237 (in container 41238) on NPU 0 chip 0" in shared["detail"]
+
+
+@pytest.mark.parametrize("device_id", [0, 1])
+def test_two_containers_with_the_same_pid_are_blocked_naming_both(device_id):
+    found = verdict(SHARED_PIDS, 75, device_id, in_container=True)
+    assert found["status"] == Evidence.BLOCKED, found
+    assert "in-container pid 75 is on 2 rows" in found["detail"]
+    assert "host pid 41235 (in container 75) on NPU 0 chip 0" in found["detail"]
+    assert "host pid 41236 (in container 75) on NPU 0 chip 1" in found["detail"]
+
+
+def test_pid_one_in_two_containers_is_blocked():
+    text = fixture_text(SHARED_PIDS).replace("| 75                            |", "| 1                             |")
+    assert verdict(SHARED_PIDS, 1, 1, in_container=True, text=text)["status"] == Evidence.BLOCKED
+
+
+def test_containerised_job_never_matches_a_host_pid_it_happens_to_equal():
+    # In-container pid 41235 equals the host pid of the chip-0 row, whose own container pid is 75.
+    found = verdict(SHARED_PIDS, 41235, 0, in_container=True)
+    assert found["status"] == Evidence.FAIL, found
+    assert found["evidence"]["rule"] == "container-pid" and found["evidence"]["row"] is None
+
+
+def test_known_host_pid_whose_row_names_another_container_pid_is_blocked():
+    # NSpid gave host pid 41236, but that row says in-container pid 75 while ours is 80.
+    found = verdict(SHARED_PIDS, 80, 1, in_container=True, host_pid=41236)
+    assert found["status"] == Evidence.BLOCKED, found
+    assert "names in-container pid 75, not this job's 80" in found["detail"]
+    agree = verdict(SHARED_PIDS, 75, 1, in_container=True, host_pid=41236)
+    assert agree["status"] == Evidence.PASS and agree["evidence"]["rule"] == "host-pid"
+    assert "pid 75 (host pid 41236) seen on NPU 0 chip 1" in agree["detail"]
+
+
+def test_unknown_pid_namespace_is_blocked():
+    found = verdict(B3, 683935, 3, in_container=None)
+    assert found["status"] == Evidence.BLOCKED
+    assert "pid namespace is unknown" in found["detail"]
+
+
+def test_in_container_with_host_pids_only_a_coincidental_hit_is_blocked():
+    # In-container pid 683935 equals the host pid on NPU 3: still not evidence for this job.
+    found = verdict(B3, 683935, 3, in_container=True)
+    assert found["status"] == Evidence.BLOCKED
+    assert "host pids only" in found["detail"]
 
 
 def test_in_container_with_host_pids_only_is_blocked_not_failed():
@@ -140,12 +199,15 @@ def test_chip_row_gives_the_aicore_of_the_asked_for_die():
     assert [c["chip"] for c in found["evidence"]["chips"]] == [0, 1]
 
 
-def test_rows_without_a_chip_number_match_on_the_npu_and_say_so():
-    # An older process table printing only the NPU number: the chip cannot be checked.
+def test_rows_without_a_chip_number_cannot_place_the_job_on_a_die():
+    # An older process table printing only the NPU number: the die cannot be checked.
     text = fixture_text(A3).replace("| 0       1                 | 683933", "| 0                         | 683933")
     found = verdict(A3, 683933, 1, in_container=False, text=text)
-    assert found["status"] == Evidence.PASS
-    assert "carry no chip number" in found["detail"]
+    assert found["status"] == Evidence.BLOCKED, found
+    assert "carries no chip number and NPU 0 has 2 dies: cannot place it on chip 1" in found["detail"]
+    # A single-die NPU needs no chip number.
+    single = fixture_text(B3).replace("| 3       0                 | 683935", "| 3                         | 683935")
+    assert verdict(B3, 683935, 3, in_container=False, text=single)["status"] == Evidence.PASS
 
 
 def test_unmappable_device_is_blocked():

@@ -9,7 +9,7 @@ from workbench.ascend.npusmi import (
     NOT_FOUND_RC,
     TIMEOUT_RC,
     classify_failure,
-    match_process,
+    on_device,
     parse_board,
     parse_info,
     parse_usages,
@@ -147,15 +147,6 @@ def test_310p_duo_two_dies_and_npu_chip_process_column():
     ]
 
 
-def test_match_on_npu_and_chip():
-    info = parse(DUO)
-    assert match_process(info, 41235, npu=0, chip=1)["matched"] is False
-    found = match_process(info, 41236, npu=0, chip=1)
-    assert found["matched"] and found["row"]["chip"] == 1
-    assert [c["pid"] for c in found["candidates"]] == [41236]
-    assert match_process(info, 41235, npu=0)["matched"]  # no chip asked: the NPU alone decides
-
-
 def test_wide_26x_layout_with_container_pid_column():
     info = parse(WIDE_26X)
     assert info.version == "26.0.rc1"
@@ -238,38 +229,10 @@ def test_classify_failure_success_is_none():
     assert classify_failure(0, table, "") is None
 
 
-def test_match_host_pid_among_several_processes():
-    info = parse("npu-smi-info_910B3_x8_with_processes.txt")
-    found = match_process(info, 683935)
-    assert found["matched"] and found["rule"] == "host-pid"
-    assert found["row"]["npu"] == 3
-    assert len(found["candidates"]) == 8
-    on_npu = match_process(info, 683935, npu=3)
-    assert on_npu["matched"] and [c["pid"] for c in on_npu["candidates"]] == [683935]
-
-
-def test_match_pid_on_wrong_npu_is_no_match():
-    info = parse("npu-smi-info_910B3_x8_with_processes.txt")
-    found = match_process(info, 683935, npu=2)
-    assert found == {
-        "matched": False,
-        "rule": None,
-        "row": None,
-        "candidates": [{"npu": 2, "chip": 0, "pid": 683934, "name": "python", "memory_mb": 55754.0}],
-    }
-
-
-def test_match_container_pid_when_host_pid_differs():
-    info = parse(WIDE_26X)
-    found = match_process(info, 412, npu=0)
-    assert found["matched"] and found["rule"] == "container-pid"
-    assert found["row"]["pid"] == 683936
-    assert [c["pid"] for c in found["candidates"]] == [683932, 683936]
-    assert match_process(info, 683932)["rule"] == "host-pid"
-
-
-def test_no_match_when_no_processes_or_unknown_pid():
-    idle = parse("npu-smi-info_910A_warning_ms1.10_modelarts.txt")
-    assert match_process(idle, 1234) == {"matched": False, "rule": None, "row": None, "candidates": []}
-    busy = parse("npu-smi-info_910B3_x8_with_processes.txt")
-    assert match_process(busy, 1)["matched"] is False
+def test_on_device_needs_the_npu_and_the_chip_where_the_row_has_one():
+    info = parse(DUO)
+    chip0, chip1 = info.processes
+    assert not on_device(chip0, 0, 1) and on_device(chip1, 0, 1)
+    assert on_device(chip0, 0, None)  # no chip asked: the NPU alone decides
+    assert on_device(dict(chip0, chip=None), 0, 1)  # activity.py blocks such rows on a multi-die NPU
+    assert not on_device(chip1, 1, 1)

@@ -5,15 +5,18 @@ with ASCEND_RT_VISIBLE_DEVICES set, id d means the d-th entry of that list, and 
 itself an index into the devices npu-smi shows here (see visible.py). So the NPU is found by
 position in npu-smi's device table, never by assuming id == NPU number.
 
-Inside a container npu-smi's "Process id" column holds host pids, which the container does not
-see; the wider 26.x table adds "Process id in container". The verdict says which rule matched.
+npu-smi's "Process id" column holds host pids; the wider 26.x table adds "Process id in
+container". A pid means something only in its own pid namespace, so the rule matches the one
+column that belongs to the job's namespace (see PidSpace): a host pid against "Process id", an
+in-container pid against "Process id in container" (and only where no other row shares it, since
+every container numbers its processes from 1). Whatever the table cannot tell apart is blocked.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from workbench.ascend.npusmi import NpuSmiInfo, match_process
+from workbench.ascend.npusmi import NpuSmiInfo, on_device
 from workbench.ascend.visible import check_visible_devices
 from workbench.events.protocol import Evidence
 
@@ -82,28 +85,98 @@ def _pids(rows: List[Dict[str, Any]]) -> List[str]:
     return labels
 
 
-def activity_verdict(
-    info: NpuSmiInfo, pid: int, mapping: Dict[str, Any], in_container: Optional[bool] = None
-) -> Dict[str, Any]:
-    """{status, detail, hint, evidence}: observed-pass only when `pid` is on the mapped NPU and chip.
+HOST = "host"
+CONTAINER = "container"
 
-    Two dies under one NPU id (A3, 310P Duo) are two devices: wherever the process table
-    carries a chip, the row must be on the mapped chip too; the sibling die does not count.
 
-    `in_container` (None = unknown) decides which rule wins when both a host pid and a
-    container pid equal `pid` on different rows, which happens when a container pid
-    collides with an unrelated host pid.
+def pid_space(space: Optional[str], pid: int, host_pid: Optional[int] = None, why: str = "") -> Dict[str, Any]:
+    """The job's pid namespace: {space: host|container|None, pid, host_pid, why}.
+
+    `pid` is the job's pid in its own namespace; `host_pid` the pid the host (and npu-smi's
+    "Process id" column) gives it, when known: equal to `pid` in the host namespace.
     """
+    if space == HOST:
+        host_pid = pid
+    return {"space": space, "pid": int(pid), "host_pid": None if host_pid is None else int(host_pid), "why": why}
+
+
+def _row_label(row: Dict[str, Any]) -> str:
+    """'host pid h (in container c) on NPU n chip c'."""
+    label = "host pid %s" % row["pid"]
+    if row.get("container_pid") is not None:
+        label += " (in container %s)" % row["container_pid"]
+    return "%s on %s" % (label, _where(row["npu"], row.get("chip")))
+
+
+def _choose(info: NpuSmiInfo, space: Dict[str, Any], npu: Any, chip: Any) -> Dict[str, Any]:
+    """Which row is this job's: {rule, row, problem, note}; problem names why the table cannot tell (blocked)."""
+    wide = any("container_pid" in r for r in info.processes)
+    pid, host_pid = space["pid"], space.get("host_pid")
+    out: Dict[str, Any] = {"rule": None, "row": None, "problem": None, "note": None}
+    if host_pid is not None:
+        rows = [r for r in info.processes if r["pid"] == host_pid]
+        others = [r for r in info.processes if r.get("container_pid") == host_pid and r["pid"] != host_pid]
+        if others and space["space"] == HOST:
+            out["note"] = "not this job: %s (another container's process whose in-container pid is also %d)" % (
+                ", ".join(_row_label(r) for r in others),
+                host_pid,
+            )
+        mine = [r for r in rows if on_device(r, npu, chip)]
+        if space["space"] == CONTAINER:
+            wrong = [r for r in mine if r.get("container_pid") is not None and r["container_pid"] != pid]
+            if wrong:
+                out["problem"] = (
+                    "the row with this job's host pid %d names in-container pid %s, not this job's %d "
+                    "(%s): the table contradicts this process's own pid namespace"
+                    % (host_pid, wrong[0]["container_pid"], pid, _row_label(wrong[0]))
+                )
+                return out
+        out.update(rule="host-pid", row=mine[0] if mine else None)
+        return out
+    if space["space"] != CONTAINER:
+        out["problem"] = (
+            "this process's pid namespace is unknown (%s): a pid from it cannot be matched against "
+            "either of npu-smi's pid columns" % (space.get("why") or "not read")
+        )
+        return out
+    if not wide:
+        out["problem"] = (
+            "this npu-smi prints host pids only and this process runs in its own pid namespace "
+            "(%s) without knowing its host pid" % (space.get("why") or "a container")
+        )
+        return out
+    rows = [r for r in info.processes if r.get("container_pid") == pid]
+    if len(rows) > 1:
+        out["problem"] = (
+            "in-container pid %d is on %d rows (%s): every container numbers its own processes, so "
+            "npu-smi's table cannot tell which of them is this job" % (pid, len(rows), "; ".join(map(_row_label, rows)))
+        )
+        return out
+    mine = [r for r in rows if on_device(r, npu, chip)]
+    out.update(rule="container-pid", row=mine[0] if mine else None)
+    if mine:
+        out["note"] = "the only row with in-container pid %d" % pid
+    return out
+
+
+def activity_verdict(info: NpuSmiInfo, space: Dict[str, Any], mapping: Dict[str, Any]) -> Dict[str, Any]:
+    """{status, detail, hint, evidence}: observed-pass only when this job's own row is on the mapped NPU and chip.
+
+    Two dies under one NPU id (A3, 310P Duo) are two devices: the row must be on the mapped
+    chip; a row that prints no chip on a multi-die NPU cannot place the job on a die (blocked).
+    """
+    pid = space["pid"]
     npu, chip = mapping.get("npu"), mapping.get("chip")
     evidence: Dict[str, Any] = {
         "pid": pid,
+        "pid_space": space,
         "mapping": mapping,
-        "in_container": in_container,
         "layout": info.layout,
         "npu_smi_version": info.version,
         "processes": list(info.processes),
         "rule": None,
         "row": None,
+        "note": None,
         "aicore_pct": None,
         "chips": [],
     }
@@ -126,46 +199,42 @@ def activity_verdict(
     ]
     chip_row = next((d for d in chips if d.get("chip") == chip), chips[0] if chips else None)
     evidence["aicore_pct"] = chip_row.get("aicore_pct") if chip_row else None
-    found = match_process(info, pid, npu, chip)
-    by_host = [r for r in found["candidates"] if r.get("pid") == pid]
-    by_container = [r for r in found["candidates"] if r.get("container_pid") == pid]
-    rule, row, note = found["rule"], found["row"], None
-    if by_host and by_container and by_host[0] is not by_container[0]:
-        # Two different rows claim this pid: only knowing where we run can pick one.
-        if in_container:
-            rule, row = "container-pid", by_container[0]
-        note = (
-            "pid %d is both a host pid (row %s) and a container pid (row %s) on NPU %s; chose %s because "
-            "this process %s"
-            % (
-                pid,
-                by_host[0]["pid"],
-                by_container[0]["pid"],
-                npu,
-                rule,
-                "runs in a container" if in_container else "is not known to run in a container",
-            )
-        )
-    elif rule == "host-pid" and in_container:
-        note = (
-            "matched a host pid although this process looks containerised: the container shares the host's "
-            "pid namespace (--pid=host) or the container detection is wrong"
-        )
+    chosen = _choose(info, space, npu, chip)
+    rule, row, note = chosen["rule"], chosen["row"], chosen["note"]
     evidence.update(rule=rule, row=row, note=note)
     where = _where(npu, None if chip in (None, 0) and len(chips) <= 1 else chip)
+    who = "pid %d" % pid + (
+        " (host pid %d)" % space["host_pid"] if space.get("host_pid") not in (None, pid) else ""
+    )
     aicore = evidence["aicore_pct"]
     aicore_text = "AICore %s%%" % (("%g" % aicore) if aicore is not None else "not shown")
-    if found["matched"]:
-        detail = "pid %d seen on %s by the %s rule (%s, %s MB); %s at that moment" % (
-            pid,
+    if chosen["problem"]:
+        return {
+            "status": Evidence.BLOCKED,
+            "evidence": evidence,
+            "detail": "cannot tell whether %s is on %s: %s" % (who, where, chosen["problem"]),
+            "hint": "run `npu-smi info` on the host and look for this job's host pid there (inside a container, "
+            "`cat /proc/self/status | grep NSpid` on a host-mounted /proc gives it)",
+        }
+    if row is not None and len(chips) > 1 and row.get("chip") is None:
+        evidence["row"] = None
+        return {
+            "status": Evidence.BLOCKED,
+            "evidence": evidence,
+            "detail": "%s is on NPU %s, but its process row carries no chip number and NPU %s has %d dies: "
+            "cannot place it on chip %s" % (who, npu, npu, len(chips), chip),
+            "hint": "use an npu-smi whose process table prints 'NPU Chip', or `npu-smi info -t proc-mem -i %s -c %s`"
+            % (npu, chip),
+        }
+    if row is not None:
+        detail = "%s seen on %s by the %s rule (%s, %s MB); %s at that moment" % (
+            who,
             where,
             rule,
             row.get("name"),
             ("%g" % row["memory_mb"]) if row.get("memory_mb") is not None else "?",
             aicore_text,
         )
-        if len(chips) > 1 and row.get("chip") is None:
-            detail += "; process rows carry no chip number here, matched on the NPU only"
         return {
             "status": Evidence.PASS,
             "detail": detail + ("; " + note if note else ""),
@@ -176,18 +245,21 @@ def activity_verdict(
         seen_text = "pids seen: " + ", ".join(_pids(info.processes))
     else:
         seen_text = "npu-smi lists no process on any NPU"
-    detail = "pid %d not in npu-smi's process table for %s (%s); %s" % (pid, where, aicore_text, seen_text)
-    if in_container and info.processes and all("container_pid" not in r for r in info.processes):
-        # Host pids only, seen from inside a container: our pid cannot match whatever the device does.
-        return {
-            "status": Evidence.BLOCKED,
-            "evidence": evidence,
-            "detail": detail + "; this npu-smi prints host pids only and this process runs in a container",
-            "hint": "run `npu-smi info` on the host (or use an npu-smi whose table has 'Process id in "
-            "container') and look for this job there",
-        }
+    column = "host pid" if rule == "host-pid" else "in-container pid"
+    detail = "%s not in npu-smi's process table for %s (matched as %s; %s); %s" % (
+        who,
+        where,
+        column,
+        aicore_text,
+        seen_text,
+    )
     hint = (
         "the job is not using the NPU it asked for: check device.id and ASCEND_RT_VISIBLE_DEVICES, and that "
         "MindSpore did not fall back to CPU (MS_ROLE)"
     )
-    return {"status": Evidence.FAIL, "detail": detail, "hint": hint, "evidence": evidence}
+    return {
+        "status": Evidence.FAIL,
+        "detail": detail + ("; " + note if note else ""),
+        "hint": hint,
+        "evidence": evidence,
+    }

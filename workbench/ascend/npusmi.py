@@ -343,15 +343,3 @@ def on_device(row: Dict[str, Any], npu: Optional[int], chip: Optional[int]) -> b
         return False
     return chip is None or row.get("chip") is None or row["chip"] == chip
 
-
-def match_process(info: NpuSmiInfo, pid: int, npu: Optional[int] = None, chip: Optional[int] = None) -> Dict[str, Any]:
-    """Is `pid` among npu-smi's processes on `npu` and `chip` (each if given)? Host pid first, then container pid.
-
-    Rows that carry no chip number match on the NPU alone.
-    """
-    candidates = [row for row in info.processes if on_device(row, npu, chip)]
-    for rule, key in (("host-pid", "pid"), ("container-pid", "container_pid")):
-        rows = [row for row in candidates if row.get(key) == pid]
-        if rows:
-            return {"matched": True, "rule": rule, "row": rows[0], "candidates": candidates}
-    return {"matched": False, "rule": None, "row": None, "candidates": candidates}
