@@ -137,3 +137,18 @@ def test_a_checkpoint_file_only_where_documented(tmp_path, no_user_file):
 def test_data_from_takes_a_split_folder(tmp_path, no_user_file):
     (tmp_path / "split.json").write_text("{}")
     assert get(load(sets=["data.from=%s" % tmp_path], user_file=no_user_file), "data.from") == str(tmp_path)
+
+
+@pytest.mark.parametrize("tail", ["\n", "\r", " ", "\n\n", "/", "\x00"])
+def test_an_id_is_matched_whole_a_trailing_newline_is_no_id(tmp_path, tail):
+    with pytest.raises(BadReference):
+        check_sid(SID + tail)
+    with pytest.raises(BadReference):
+        check_jid("train-001" + tail)
+    store = SessionStore(tmp_path)
+    sid = store.create()
+    twin = tmp_path / (sid + "\n")
+    twin.mkdir()
+    (twin / "jobs").mkdir()
+    (twin / "session.json").write_text(json.dumps({"id": sid + "\n", "created": 1.0}))
+    assert store.sessions() == [sid]

@@ -351,3 +351,36 @@ def test_a_full_disk_while_sealing_leaves_the_previous_record_whole(tmp_path, mo
         export_session(store, SID, None)
     assert _hashes(first) == before and _sha256sum("manifest.sha256", first).returncode == 0
     assert not [p for p in (root / SID).iterdir() if p.name.startswith(".export-")]
+
+
+@pytest.mark.parametrize("where", ["other/export", "other", "own/rec", "own", "root", "parent"])
+def test_export_out_never_writes_into_the_sessions_tree(tmp_path, where, capsys):
+    from workbench.cli.main import main
+    from workbench.record.write import OutsideOwnFolder
+
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    store = SessionStore(root)
+    other = store.create()
+    out = {
+        "other/export": root / other / "export",
+        "other": root / other,
+        "own/rec": root / SID / "rec",
+        "own": root / SID,
+        "root": root,
+        "parent": tmp_path,
+    }[where]
+    before = _hashes(tmp_path)
+    with pytest.raises(OutsideOwnFolder, match="sessions root"):
+        export_session(store, SID, out)
+    code = main(["--sessions", str(root), "export", SID, "--out", str(out), "--no-screenshots"])
+    assert code == 2 and "nothing written" in capsys.readouterr().err
+    assert _hashes(tmp_path) == before and not (root / SID / "rec").exists()
+    assert sorted(p.name for p in (root / other).iterdir()) == ["jobs", "session.json"]
+
+
+def test_export_into_its_own_export_folder_by_name_is_allowed(tmp_path):
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    out = export_session(SessionStore(root), SID, root / SID / "export")
+    assert (out / "report.md").is_file() and out == root / SID / "export"

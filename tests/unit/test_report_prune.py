@@ -6,6 +6,8 @@ import io
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import cli_argv, cli_env
 from workbench.config.layers import defaults
 from workbench.run.runner import JobRunner
@@ -96,3 +98,41 @@ def test_cli_prune_reads_the_answer_from_stdin(tmp_path):
         argv + ["--yes"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=cli_env(), timeout=60
     )
     assert forced.returncode == 0 and store.sessions() == []
+
+
+@pytest.mark.parametrize("keep", [float("nan"), float("inf"), float("-inf"), "7", None, True])
+def test_prune_refuses_a_keep_that_is_not_a_finite_number(tmp_path, keep):
+    store = SessionStore(tmp_path)
+    old, new = _session(store, 10), _session(store, 0.01)
+    out = io.StringIO()
+    assert prune(store, keep, assume_yes=True, stdout=out) == 2
+    assert "nothing deleted" in out.getvalue()
+    assert sorted(store.sessions()) == sorted([old, new])
+
+
+@pytest.mark.parametrize("created", [float("nan"), float("inf"), float("-inf"), "yesterday", None, [1]])
+def test_a_session_whose_dates_are_not_dates_is_kept(tmp_path, created):
+    store = SessionStore(tmp_path)
+    sid = _session(store, 10)
+    info = read_json(store.root / sid / "session.json")
+    write_json(store.root / sid / "session.json", dict(info, created=created))
+    assert candidates(store, 0) == []
+    assert prune(store, 0, assume_yes=True, stdout=io.StringIO()) == 0
+    assert store.sessions() == [sid]
+
+
+def test_a_job_date_that_is_not_finite_keeps_the_session(tmp_path):
+    store = SessionStore(tmp_path)
+    sid = _session(store, 10)
+    job = store.jobs(sid)[0]
+    (job / "exit.json").write_text('{"returncode": 0, "ended_at": NaN}')
+    assert candidates(store, 0) == []
+
+
+def test_a_session_dated_after_the_clock_is_kept_and_named(tmp_path):
+    store = SessionStore(tmp_path)
+    sid = _session(store, -365)  # made while the clock ran a year ahead, or the clock was set back since
+    out = io.StringIO()
+    assert prune(store, 0, assume_yes=True, stdout=out) == 0
+    assert store.sessions() == [sid]
+    assert "kept %s" % sid in out.getvalue() and "after this machine's clock" in out.getvalue()

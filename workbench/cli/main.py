@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from workbench import __version__
+from workbench.cli.numbers import number
 from workbench.cli.records import add_record_commands
 from workbench.config.layers import ConfigError, load
 from workbench.events.protocol import EventReader, decode_line
@@ -259,7 +260,7 @@ def _size(n: int) -> str:
 def cmd_export(args) -> int:
     """Write the session record (report, metrics, manifest, archive)."""
     from screens.screenshots import shooter  # the UI side draws the screens; the record takes the pictures
-    from workbench.record.write import export_session
+    from workbench.record.write import OutsideOwnFolder, export_session
 
     store = SessionStore(sessions_root(args.sessions))
     try:
@@ -277,9 +278,19 @@ def cmd_export(args) -> int:
     shots = None if args.no_screenshots else shooter(store.root, sid)
     try:
         out = export_session(store, sid, Path(args.out) if args.out else None, screenshots=shots)
-    except OSError as exc:
+    except OutsideOwnFolder as exc:
+        print("error: %s; nothing written" % exc, file=sys.stderr)
+        return USAGE_ERROR
+    except FileExistsError as exc:  # an --out holding someone's files: a usage error
         print("error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
+    except OSError as exc:  # the disk, not the user: exit 1, naming the file
+        where = exc.filename or (Path(args.out) if args.out else store.root / sid / "export")
+        print(
+            "error: export failed writing %s: %s; no partial record was left" % (where, exc.strerror or exc),
+            file=sys.stderr,
+        )
+        return 1
     print(out)
     return 0
 
@@ -392,18 +403,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", help="add the job to this session (default: a new one)")
     p.add_argument("--json", action="store_true", help="stdout carries exactly the job's events")
     p.add_argument("--detach", action="store_true", help="return at once, printing the job dir")
-    p.add_argument("--every", type=int, default=0, metavar="N", help="print every Nth step (plain output)")
+    p.add_argument(
+        "--every", type=number(0, integer=True), default=0, metavar="N", help="print every Nth step (plain output)"
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("watch", parents=[common], help="follow a job's events")
     p.add_argument("ref", nargs="?", help="SID or SID/JID (default: latest running)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--every", type=int, default=0, metavar="N")
+    p.add_argument("--every", type=number(0, integer=True), default=0, metavar="N")
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("sessions", parents=[common], help="list sessions and jobs")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--prune", type=float, metavar="KEEP_DAYS", help="delete finished sessions older than this")
+    p.add_argument("--prune", type=number(0), metavar="KEEP_DAYS", help="delete finished sessions older than this")
     p.add_argument("--yes", action="store_true", help="do not ask before pruning")
     p.set_defaults(func=cmd_sessions)
 
@@ -426,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[common], help="serve the workbench to a browser")
     p.add_argument("sid", nargs="?")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=number(1, 65535, integer=True), default=8000)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("data", parents=[common], help="data utilities")

@@ -271,7 +271,7 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
 
 
 def _check_sid(sid: str) -> str:
-    if not SID_PATTERN.match(sid):
+    if not SID_PATTERN.fullmatch(sid):
         raise RecordRefused("the record's folder is %r, not a session id (%s)" % (sid, SID_FORM))
     return sid
 

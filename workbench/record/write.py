@@ -213,8 +213,9 @@ def export_session(
     replaces the export folder only when complete: a full disk leaves no record that looks whole.
     """
     session_dir = store.session_dir(sid)
-    export_dir = Path(out_dir).resolve() if out_dir else session_dir / EXPORT_DIR
-    if out_dir and export_dir != session_dir / EXPORT_DIR:
+    export_dir = Path(os.path.realpath(str(out_dir))) if out_dir else session_dir / EXPORT_DIR
+    if out_dir and export_dir != Path(os.path.realpath(str(session_dir / EXPORT_DIR))):
+        check_out_dir(export_dir, Path(os.path.realpath(str(store.root))))
         _check_replaceable(export_dir)  # sessions/<sid>/export is the record's own folder
     files = SessionFiles.snapshot(session_dir, exclude=(EXPORT_DIR,))
     spill = Path(tempfile.mkdtemp(prefix="ms-workbench-export-"))
@@ -319,6 +320,22 @@ def _scrub_tree(folder: Path, scrubber: Scrubber) -> None:
         clean = scrubber.file(path.name, data)
         if clean != data:
             write_text(path, clean.decode("utf-8"))
+
+
+class OutsideOwnFolder(ValueError):
+    """An --out that would write into the sessions tree (another session, or inside this one)."""
+
+
+def check_out_dir(export_dir: Path, root: Path) -> None:
+    """Refuse an --out inside the sessions root or holding it: the only folder there export owns is <sid>/export."""
+    out, top = str(export_dir), str(root)
+    inside = out == top or out.startswith(top.rstrip(os.sep) + os.sep)
+    holds = top.startswith(out.rstrip(os.sep) + os.sep)
+    if inside or holds:
+        raise OutsideOwnFolder(
+            "--out %s is %s the sessions root %s; export writes there only into <sid>/export "
+            "(leave out --out), or choose a folder outside it" % (out, "inside" if inside else "a parent of", top)
+        )
 
 
 def _check_replaceable(export_dir: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -14,6 +15,7 @@ from workbench.session.store import SessionStore, job_status
 from workbench.system.atomic import read_json
 
 DAY_S = 86400.0
+CLOCK_SLACK_S = 300.0  # dates this far after "now" mean the clock and the session disagree
 
 
 @dataclass
@@ -25,17 +27,24 @@ class Candidate:
     bytes: int
 
 
+def _date(value: object, where: str) -> float:
+    """A date as stored (unix seconds); ValueError for anything else: such a session's age cannot be told."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError("%s holds %r, not a date" % (where, value))
+    return float(value)
+
+
 def last_activity(store: SessionStore, sid: str) -> float:
-    """The latest of the session's creation and each job's creation and end."""
-    latest = float(store.info(sid).get("created") or 0.0)
+    """The latest of the session's creation and each job's creation and end; ValueError for a date that is none."""
+    latest = _date(store.info(sid).get("created"), "%s/session.json created" % sid)
     for job in store.jobs(sid):
         for name, key in (("job.json", "created"), ("exit.json", "ended_at")):
             try:
                 value = read_json(job / name).get(key)
-            except (OSError, ValueError):
+            except (OSError, ValueError, AttributeError):
                 continue
-            if isinstance(value, (int, float)):
-                latest = max(latest, float(value))
+            if value is not None:
+                latest = max(latest, _date(value, "%s/%s %s" % (job.name, name, key)))
     return latest
 
 
@@ -59,6 +68,20 @@ def candidates(store: SessionStore, keep_days: float, now: Optional[float] = Non
     return out
 
 
+def ahead_of_clock(store: SessionStore, now: Optional[float] = None) -> List[Candidate]:
+    """Sessions whose own dates lie after this machine's clock: their age cannot be told, so they are kept."""
+    now = time.time() if now is None else now
+    out = []
+    for sid in store.sessions():
+        try:
+            last = last_activity(store, sid)
+        except (OSError, ValueError):
+            continue
+        if last > now + CLOCK_SLACK_S:
+            out.append(Candidate(sid, last, 0))
+    return out
+
+
 def _mb(n: int) -> str:
     return "%.1f MB" % (n / 1048576.0)
 
@@ -74,9 +97,17 @@ def prune(
     """List what would go, ask y/N (unless assume_yes), delete; exit code 0, or 1 when declined or one was skipped."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    if keep_days < 0:
-        stdout.write("error: KEEP_DAYS must be >= 0, got %s\n" % keep_days)
+    if isinstance(keep_days, bool) or not isinstance(keep_days, (int, float)) or not math.isfinite(keep_days):
+        stdout.write("error: KEEP_DAYS must be a finite number of days >= 0, got %r; nothing deleted\n" % (keep_days,))
         return 2
+    if keep_days < 0:
+        stdout.write("error: KEEP_DAYS must be >= 0, got %s; nothing deleted\n" % keep_days)
+        return 2
+    for c in ahead_of_clock(store, now):
+        stdout.write(
+            "kept %s: its last activity (%s) is after this machine's clock; its age cannot be told\n"
+            % (c.sid, time.strftime("%Y-%m-%d %H:%M", time.localtime(c.last_activity)))
+        )
     found = candidates(store, keep_days, now)
     if not found:
         stdout.write("nothing to prune: no finished session under %s is older than %g days\n" % (store.root, keep_days))

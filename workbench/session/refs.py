@@ -1,6 +1,6 @@
 """Session and job references: the id patterns, and the config keys that name another job.
 
-An id that matches its pattern has no slash and no dot, so `root/<sid>/jobs/<jid>` stays inside the
+An id that matches its pattern whole (`fullmatch`: a trailing newline is no id) has no slash and no dot, so `root/<sid>/jobs/<jid>` stays inside the
 sessions root whatever the user typed; anything else is refused before a path is built from it.
 Pure code for Python 3.9.
 """
@@ -26,7 +26,7 @@ class BadReference(ValueError):
 
 def check_sid(sid: str) -> str:
     """The session id itself; BadReference when it is not of the form YYYYMMDD-HHMMSS-xxxx."""
-    if not isinstance(sid, str) or not SID_PATTERN.match(sid):
+    if not isinstance(sid, str) or not SID_PATTERN.fullmatch(sid):
         raise BadReference(
             "%r is not a session id (expected %s, as `ms-workbench sessions` lists them)" % (sid, SID_FORM)
         )
@@ -35,7 +35,7 @@ def check_sid(sid: str) -> str:
 
 def check_jid(jid: str) -> str:
     """The job id itself; BadReference when it is not of the form <kind>-NNN."""
-    if not isinstance(jid, str) or not JID_PATTERN.match(jid):
+    if not isinstance(jid, str) or not JID_PATTERN.fullmatch(jid):
         raise BadReference("%r is not a job id (expected %s)" % (jid, JID_FORM))
     return jid
 
@@ -54,11 +54,11 @@ def check_job_ref(key: str, value: str) -> str:
 
     Returns the value to store (a path with ~ expanded); BadReference says why it is refused.
     """
-    if JID_PATTERN.match(value):
+    if JID_PATTERN.fullmatch(value):
         return value
     if value.count("/") == 1 and not value.startswith(("/", "~", ".")):
         sid, jid = value.split("/")
-        if SID_PATTERN.match(sid) and JID_PATTERN.match(jid):
+        if SID_PATTERN.fullmatch(sid) and JID_PATTERN.fullmatch(jid):
             return value
         raise BadReference("not of the form %s/<kind>-NNN" % SID_FORM)
     path = os.path.expanduser(value)

@@ -167,7 +167,7 @@ class SessionStore:
         """Session ids, oldest first (by the created time in session.json: ids of one second sort at random)."""
         if not self.root.exists():
             return []
-        found = [p.name for p in self.root.iterdir() if SID_PATTERN.match(p.name) and (p / "session.json").exists()]
+        found = [p.name for p in self.root.iterdir() if SID_PATTERN.fullmatch(p.name) and (p / "session.json").exists()]
         return sorted(found, key=lambda sid: (self._created(sid), sid))
 
     def _created(self, sid: str) -> float:
