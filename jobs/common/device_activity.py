@@ -13,7 +13,6 @@ are then written from the main thread, keeping seq in order.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -27,7 +26,6 @@ from workbench.system.atomic import write_text
 CHECK_ID = "device-activity"
 CHECK_TITLE = "device activity"
 DEFAULT_ARTIFACT = "npu-smi-during-train.txt"
-USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
 RAW_EVIDENCE_CHARS = 6000
 
 
@@ -71,25 +69,21 @@ def pid_namespace(pid: Optional[int] = None, proc: str = "/proc") -> Dict[str, A
     outer = _readlink(os.path.join(proc, "1", "ns", "pid"))
     if len(nspid) > 1 and outer == INIT_PID_NS:
         return activity.pid_space(
-            activity.CONTAINER, nspid[-1], nspid[0], why="own namespace %s; NSpid %s read from the host's /proc" % (own, nspid)
+            activity.CONTAINER,
+            nspid[-1],
+            nspid[0],
+            why="own namespace %s; NSpid %s read from the host's /proc" % (own, nspid),
         )
     return activity.pid_space(
-        activity.CONTAINER, pid, why="own pid namespace %s (not the initial %s); host pid not visible" % (own, INIT_PID_NS)
+        activity.CONTAINER,
+        pid,
+        why="own pid namespace %s (not the initial %s); host pid not visible" % (own, INIT_PID_NS),
     )
 
 
-def find_npu_smi(cmd: str) -> Tuple[Optional[str], List[str]]:
-    """(path, looked_at): `cmd` on PATH, else the usual install places when its name is npu-smi."""
-    looked = [cmd]
-    found = shutil.which(cmd)
-    if found:
-        return found, looked
-    if os.path.basename(cmd) == "npu-smi":
-        for usual in USUAL_NPU_SMI:
-            looked.append(usual)
-            if os.path.isfile(usual) and os.access(usual, os.X_OK):
-                return usual, looked
-    return None, looked
+def find_npu_smi(cmd: str) -> Dict[str, Any]:
+    """npusmi.locate: `cmd` on PATH, else the usual install places when its name is npu-smi."""
+    return npusmi.locate(cmd, os.environ.get("PATH", ""))
 
 
 def lock_path(ctx: JobContext) -> str:
@@ -133,14 +127,15 @@ def observe(
             "detail": "target %s: npu-smi process evidence exists for Ascend only; what MindSpore runs on is "
             "in the effective-config check" % target,
         }
-    path, looked = find_npu_smi(npu_smi)
-    base.update(npu_smi=path, looked_at=looked)
+    located = find_npu_smi(npu_smi)
+    path = located["path"]
+    base.update(npu_smi=path, looked_at=located["looked_at"], unusable=located["unusable"])
     if path is None:
         return {
             "status": Evidence.NOT_RUN,
             "artifact": None,
             "evidence": base,
-            "detail": "npu-smi not found (looked for %s): no process evidence for the NPU" % ", ".join(looked),
+            "detail": "%s: no process evidence for the NPU" % npusmi.missing_text(located),
             "hint": "install the Ascend driver's npu-smi, or mount it into the container",
         }
     lock = lock_path(ctx)
@@ -174,7 +169,8 @@ def observe(
             "status": Evidence.BLOCKED,
             "artifact": artifact,
             "evidence": dict(base, unparsed=info.unparsed),
-            "detail": "npu-smi info printed no device table this parser knows (layout %s)" % info.layout,
+            "detail": "npu-smi info printed no device table this parser knows (layout %s): %s"
+            % (info.layout, npusmi.what_it_printed(out, err)),
             "hint": "keep artifacts/%s and compare it with the known layouts" % artifact_name,
         }
     mapping = activity.npu_for_device(device_id, os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), info.devices)

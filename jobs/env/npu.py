@@ -8,29 +8,19 @@ import shutil
 from typing import Any, Dict, List, Optional, Tuple
 
 from jobs.env.common import tail
-from workbench.ascend import cann as cannmod
 from workbench.ascend import chipstatus, npusmi, visible
 from workbench.events.protocol import Evidence
 from workbench.jobkit.context import JobContext
 from workbench.system.atomic import write_text
 
-USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
 NOT_RUN_NOTE = {"present": None, "note": "not run: env.only_probes is true"}
 
 
-def find_npu_smi(command: str, root: str) -> Tuple[Optional[str], bool, List[str]]:
-    """(path, on_path, looked_at) of npu-smi: the configured command on PATH, else the usual places."""
-    looked = [command]
-    found = shutil.which(command)
-    if found:
-        return found, os.sep not in command, looked
-    if os.path.basename(command) == "npu-smi":
-        for usual in USUAL_NPU_SMI:
-            path = cannmod.under_root(usual, root)
-            looked.append(path)
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                return path, False, looked
-    return None, False, looked
+def find_npu_smi(command: str, root: str) -> Tuple[Dict[str, Any], bool]:
+    """(npusmi.locate's answer, on_path): the configured command on PATH, else the usual places under root."""
+    located = npusmi.locate(command, os.environ.get("PATH", ""), root)
+    on_path = located["path"] is not None and os.sep not in command and located["path"] == shutil.which(command)
+    return located, on_path
 
 
 class SmiRun:
@@ -57,14 +47,21 @@ def npu_smi(ctx: JobContext, env_cfg: Any, target: str) -> SmiRun:
 
     npu-smi belongs to the driver package: the returned facts go into the driver's summary.
     """
-    path, on_path, looked = find_npu_smi(env_cfg.npu_smi, env_cfg.root)
-    npu = {"present": path is not None, "path": path, "on_path": on_path, "looked_at": looked}
+    located, on_path = find_npu_smi(env_cfg.npu_smi, env_cfg.root)
+    path = located["path"]
+    npu = {
+        "present": path is not None,
+        "path": path,
+        "on_path": on_path,
+        "looked_at": located["looked_at"],
+        "unusable": located["unusable"],
+    }
     if path is None:
         ctx.check(
             "npu-smi",
             "npu-smi",
             Evidence.NOT_RUN,
-            "npu-smi not found (looked for %s)" % ", ".join(looked),
+            npusmi.missing_text(located),
             evidence=npu,
             hint="install the Ascend driver, or mount npu-smi into the container" if target == "Ascend" else None,
             group="npu",
@@ -127,8 +124,8 @@ def npu_smi(ctx: JobContext, env_cfg: Any, target: str) -> SmiRun:
             "npu-smi",
             "npu-smi",
             Evidence.FAIL,
-            "npu-smi info printed no device table this parser knows (layout %s, %d unparsed lines)"
-            % (info.layout, len(info.unparsed)),
+            "npu-smi info printed no device table this parser knows (layout %s): %s"
+            % (info.layout, npusmi.what_it_printed(out, err)),
             evidence=evidence,
             hint="keep artifacts/npu-smi-info.txt and compare it with the known layouts",
             group="npu",

@@ -14,6 +14,7 @@ from workbench.ascend import cann as cannmod
 from workbench.events.protocol import Evidence
 from workbench.jobkit.config import JobConfig
 from workbench.jobkit.context import JobContext
+from workbench.run.device import device_nodes
 from workbench.system.atomic import read_json
 from workbench.system.childproc import run_child
 
@@ -33,9 +34,11 @@ class DeviceProbes:
         self.device_id: int = ctx.device["id"]
 
     def preconditions(self, cann: Dict[str, Any], set_env: Dict[str, Any]) -> List[str]:
-        """What a probe on the resolved target needs and this machine lacks (Ascend: CANN, set_env)."""
+        """What a probe on the resolved target needs and this machine lacks (Ascend: a device node, CANN, set_env)."""
         missing = []
         if self.target == "Ascend":
+            if not device_nodes(self.env.root):
+                missing.append("no /dev/davinci* device node visible (under %s)" % self.env.root)
             if not cann["found"]:
                 missing.append(
                     "CANN toolkit not found (%d places looked at, see CANN toolkit)" % len(cann["looked_at"])

@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional
 from jobs.common import device_activity
 from jobs.common.device_telemetry import DeviceTelemetry
 from jobs.train.timing import EventPipe, StepLog
+from workbench.ascend import npusmi
 from workbench.events.protocol import Evidence
 from workbench.jobkit.context import JobContext
 
@@ -129,11 +130,10 @@ def start_telemetry(ctx: JobContext, device: Dict[str, Any]) -> Optional[DeviceT
     if device.get("target") != "Ascend":
         return None
     env = ctx.cfg.env
-    path, looked = device_activity.find_npu_smi(env.npu_smi)
+    located = device_activity.find_npu_smi(env.npu_smi)
+    path = located["path"]
     if path is None:
-        ctx.log(
-            "device telemetry: npu-smi not found (looked for %s); nothing sampled" % ", ".join(looked), level="warning"
-        )
+        ctx.log("device telemetry: %s; nothing sampled" % npusmi.missing_text(located), level="warning")
         return None
     return DeviceTelemetry(
         path,

@@ -87,7 +87,9 @@ def test_container_pid_matched_through_visible_devices(tmp_path, fake_smi, monke
 def test_own_pid_missing_is_observed_fail_naming_pids(tmp_path, fake_smi, monkeypatch):
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     ctx = make_ctx(tmp_path)
-    check = sample_device_activity(ctx, ctx.device, npu_smi=fake_smi(B3), space=pid_space(HOST, os.getpid()))  # our real pid
+    check = sample_device_activity(
+        ctx, ctx.device, npu_smi=fake_smi(B3), space=pid_space(HOST, os.getpid())
+    )  # our real pid
     assert check["status"] == "observed-fail"
     assert check["evidence"]["pid"] == os.getpid()
     assert "683935 on NPU 3" in check["detail"]
@@ -133,7 +135,7 @@ def test_missing_npu_smi_is_not_run(tmp_path):
     ctx = make_ctx(tmp_path)
     check = sample_device_activity(ctx, ctx.device, npu_smi=str(tmp_path / "nowhere" / "npu-smi"))
     assert check["status"] == "not-run"
-    assert "npu-smi not found" in check["detail"]
+    assert "no npu-smi found (looked for" in check["detail"]
 
 
 @pytest.mark.parametrize("exit_code", [0, 255])

@@ -537,3 +537,17 @@ def test_only_probes_emits_the_probe_checks_and_the_device_setting(sessions):
     assert run.events[0]["scope"] == "probes"
     assert sorted(run.checks) == sorted(PROBE_IDS + ["device-setting"])
     assert list(run.summary) == SUMMARY_KEYS
+
+
+@ms_missing
+def test_explicit_ascend_probe_without_a_device_node_is_blocked_like_the_device_setting(sessions, tmp_path):
+    # CANN tree found and set_env.sh sourced, npu-smi lists a device, but no /dev/davinci* node.
+    sets, env = fake_board(tmp_path, fixture_path("npu-smi-info_310B4_atlas200IDKA2.txt"), "8.0.0", device_node=False)
+    run = run_env(sessions, *sets, "--set", "env.only_probes=true", env=env)
+    first = run.check("probe-add-fp32")
+    assert first["status"] == "blocked", first
+    assert "precondition missing: no /dev/davinci* device node visible" in first["detail"]
+    assert "Unsupported device target Ascend" in first["detail"]  # MindSpore's words are kept
+    setting = run.check("device-setting")
+    assert setting["status"] == "blocked" and "no /dev/davinci* device node visible" in setting["detail"], setting
+    assert all(p["verdict"] == "blocked" for p in run.summary["probes"])

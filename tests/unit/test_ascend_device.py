@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
+from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, command_output, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.events.protocol import Evidence
 from workbench.run import device as devicemod
 from workbench.run.device import detect, resolve
@@ -111,3 +111,64 @@ def test_explicit_gpu_without_gpu_is_observed_fail(tmp_path):
     found = auto(env, root, lock)
     verdict = devicemod.setting_verdict(resolve("GPU", 0, env, root=root, lock_path=lock), found)
     assert verdict["status"] == Evidence.FAIL and "no GPU" in verdict["detail"]
+
+
+@pytest.mark.parametrize(
+    "capture, visible, device_id, words",
+    [
+        # One 310B4 on an Atlas 200I DK A2: id 7 cannot exist.
+        ("npu-smi-info_310B4_atlas200IDKA2.txt", None, 7, "device.id=7: the runtime sees ids 0..0 (npu-smi lists 1"),
+        # Eight 910B3 rows, but ASCEND_RT_VISIBLE_DEVICES=0 leaves one: the runtime numbers it 0.
+        (B3, "0", 1, "device.id=1: the runtime sees ids 0..0 (ASCEND_RT_VISIBLE_DEVICES='0' leaves 1 of the 8"),
+        (B3, None, -1, "device.id=-1: the runtime sees ids 0..7"),
+        (B3, "3,9", 0, "9 outside [0, 8)"),
+    ],
+)
+def test_device_id_beyond_the_visible_devices_is_observed_fail(
+    tmp_path, monkeypatch, capture, visible, device_id, words
+):
+    env, root, lock = board(tmp_path, capture, nodes=("davinci0",))
+    if visible is not None:
+        env["ASCEND_RT_VISIBLE_DEVICES"] = visible
+    found = auto(env, root, lock)
+    assert found["target"] == "Ascend", found
+    for requested in ("Ascend", "auto"):
+        verdict = devicemod.setting_verdict(resolve(requested, device_id, env, root=root, lock_path=lock), found)
+        assert verdict["status"] == Evidence.FAIL, verdict
+        assert words in verdict["detail"], verdict["detail"]
+
+
+def test_device_id_within_the_visible_devices_says_which_ids_exist(tmp_path):
+    env, root, lock = board(tmp_path, B3, nodes=("davinci0",))
+    env["ASCEND_RT_VISIBLE_DEVICES"] = "4,5"
+    found = auto(env, root, lock)
+    verdict = devicemod.setting_verdict(resolve("Ascend", 1, env, root=root, lock_path=lock), found)
+    assert verdict["status"] == Evidence.PASS, verdict
+    assert "device.id=1 is one of ids 0..1 (ASCEND_RT_VISIBLE_DEVICES='4,5' leaves 2 of the 8" in verdict["detail"]
+
+
+def test_rows_without_a_column_header_are_named_not_no_output(tmp_path):
+    # The 910B3 table with its title and both column headers cut: device rows only.
+    table = command_output(fixture_text(B3))
+    rows = "".join(line + "\n" for line in table.splitlines() if line.startswith("| ") and "npu-smi" not in line)
+    rows = "".join(line + "\n" for line in rows.splitlines() if "Name" not in line and "Chip" not in line[:20])
+    capture = tmp_path / "headerless.txt"
+    capture.write_text(rows)
+    env, root, lock = board(tmp_path, None, nodes=("davinci0",))
+    install_fake_npu_smi(Path(env["PATH"]), capture)
+    found = auto(env, root, lock)
+    assert found["target"] == "CPU"
+    assert "(no output)" not in found["why"]
+    assert "table row(s) under no column header this parser knows (first: '| 0     910B3" in found["why"], found["why"]
+
+
+def test_a_non_executable_npu_smi_is_named_not_missing(tmp_path):
+    env, root, lock = board(tmp_path, B3, nodes=("davinci0",))
+    smi = Path(env["PATH"]) / "npu-smi"
+    smi.chmod(0o644)
+    found = auto(env, root, lock)
+    assert found["target"] == "CPU"
+    assert "no npu-smi" not in found["why"]
+    assert "npu-smi cannot be run: %s is not executable (mode 0644)" % smi in found["why"], found["why"]
+    verdict = devicemod.setting_verdict(resolve("Ascend", 0, env, root=root, lock_path=lock), found)
+    assert verdict["status"] == Evidence.BLOCKED and "not executable (mode 0644)" in verdict["detail"]

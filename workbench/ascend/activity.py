@@ -203,9 +203,7 @@ def activity_verdict(info: NpuSmiInfo, space: Dict[str, Any], mapping: Dict[str,
     rule, row, note = chosen["rule"], chosen["row"], chosen["note"]
     evidence.update(rule=rule, row=row, note=note)
     where = _where(npu, None if chip in (None, 0) and len(chips) <= 1 else chip)
-    who = "pid %d" % pid + (
-        " (host pid %d)" % space["host_pid"] if space.get("host_pid") not in (None, pid) else ""
-    )
+    who = "pid %d" % pid + (" (host pid %d)" % space["host_pid"] if space.get("host_pid") not in (None, pid) else "")
     aicore = evidence["aicore_pct"]
     aicore_text = "AICore %s%%" % (("%g" % aicore) if aicore is not None else "not shown")
     if chosen["problem"]:

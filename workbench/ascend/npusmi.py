@@ -11,7 +11,9 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -22,6 +24,7 @@ from workbench.ascend import errors
 from workbench.ascend.smiblocks import ChipRecords, parse_chip_records
 from workbench.events.protocol import Evidence
 
+USUAL_PLACES = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
 DEFAULT_LOCK_PATH = os.path.join(tempfile.gettempdir(), "ms-workbench-npu-smi.lock")
 TIMEOUT_RC = 124  # same convention as coreutils `timeout`
 NOT_FOUND_RC = 127  # same convention as the shell
@@ -246,9 +249,72 @@ def error_text(stdout: str, stderr: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+def what_it_printed(stdout: str, stderr: str, limit: int = 300) -> str:
+    """npu-smi's own words, else what its table rows were (rows without a known header), else '(no output)'."""
+    words = error_text(stdout, stderr, limit)
+    if words:
+        return words
+    info = parse_info(stdout or "")
+    if info.unparsed:
+        return "%d table row(s) under no column header this parser knows (first: %r)" % (
+            len(info.unparsed),
+            info.unparsed[0].strip()[:120],
+        )
+    if (stdout or "").strip():
+        return "only table rules and headers, no device row"
+    return "(no output)"
+
+
+def no_device_failure(stdout: str, stderr: str) -> Dict[str, str]:
+    """The failure of an npu-smi run that exited cleanly but listed no device, naming what it printed instead."""
+    return {
+        "code": "no-device",
+        "cause": "npu-smi info listed no device; it printed %s" % what_it_printed(stdout, stderr),
+        "hint": "npu-smi ran but printed no device table: check the driver with `npu-smi info` on the host",
+    }
+
+
+def locate(command: str, search_path: str, root: str = "/", usual: Sequence[str] = USUAL_PLACES) -> Dict[str, Any]:
+    """Find npu-smi: {path, looked_at, unusable}: `command` on `search_path`, else (for npu-smi) the usual places under root.
+
+    `unusable` lists files that exist where npu-smi was looked for but cannot be run, each
+    with why (not executable, not a file), so a reason never says "no npu-smi" about them.
+    """
+    found = shutil.which(command, path=search_path)
+    looked = [command if os.sep in command else "%s on PATH" % command]
+    unusable: List[str] = []
+    if found:
+        return {"path": found, "looked_at": looked, "unusable": unusable}
+    where = [command] if os.sep in command else [os.path.join(d, command) for d in search_path.split(os.pathsep) if d]
+    if os.path.basename(command) == "npu-smi":
+        for place in usual:
+            path = os.path.join(root, place.lstrip("/"))
+            looked.append(path)
+            where.append(path)
+    for path in where:
+        if not os.path.lexists(path):
+            continue
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return {"path": path, "looked_at": looked, "unusable": unusable}
+        try:
+            mode = os.stat(path).st_mode
+            why = "not executable (mode %04o)" % stat.S_IMODE(mode) if stat.S_ISREG(mode) else "not a file"
+        except OSError as exc:
+            why = "cannot be read (%s)" % exc.strerror
+        unusable.append("%s is %s" % (path, why))
+    return {"path": None, "looked_at": looked, "unusable": sorted(set(unusable), key=unusable.index)}
+
+
+def missing_text(located: Dict[str, Any]) -> str:
+    """Why no npu-smi could be run: the unusable files found, else where it was looked for."""
+    if located["unusable"]:
+        return "npu-smi cannot be run: " + "; ".join(located["unusable"])
+    return "no npu-smi found (looked for %s)" % ", ".join(located["looked_at"])
+
+
 def failure_verdict(failure: Dict[str, str], stdout: str, stderr: str) -> Dict[str, Any]:
     """A failed npu-smi as a device-layer verdict: blocked, its error text, its hint and the container hint."""
-    words = error_text(stdout, stderr) or "(no output)"
+    words = what_it_printed(stdout, stderr)
     return {
         "status": Evidence.BLOCKED,
         "failure": failure,
@@ -342,4 +408,3 @@ def on_device(row: Dict[str, Any], npu: Optional[int], chip: Optional[int]) -> b
     if npu is not None and row["npu"] != npu:
         return False
     return chip is None or row.get("chip") is None or row["chip"] == chip
-

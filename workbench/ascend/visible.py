@@ -71,3 +71,29 @@ def check_visible_devices(value: Optional[str], seen_npus: Optional[Sequence[int
     return _result(
         Evidence.PASS, "ASCEND_RT_VISIBLE_DEVICES=%r: ascending, within the %d device(s) seen" % (value, count), ids
     )
+
+
+def check_device_id(device_id: Any, value: Optional[str], listed: int) -> Dict[str, Any]:
+    """Can the runtime open device `device_id`? {status, detail, ids}: ids are what it numbers 0..n-1.
+
+    The runtime numbers the devices it sees from 0: all `listed` device rows of npu-smi when
+    ASCEND_RT_VISIBLE_DEVICES is unset, else the entries of that list (each checked as above).
+    """
+    visible = check_visible_devices(value, list(range(listed)))
+    if value is not None and visible["status"] != Evidence.PASS:
+        return _result(visible["status"], visible["detail"], visible["ids"])
+    count = listed if value is None else len(visible["ids"] or [])
+    seen = (
+        "npu-smi lists %d device row(s) and ASCEND_RT_VISIBLE_DEVICES is unset" % listed
+        if value is None
+        else "ASCEND_RT_VISIBLE_DEVICES=%r leaves %d of the %d device row(s) npu-smi lists" % (value, count, listed)
+    )
+    ids = list(range(count))
+    if not isinstance(device_id, int) or isinstance(device_id, bool) or not 0 <= device_id < count:
+        return _result(
+            Evidence.FAIL,
+            "device.id=%r: the runtime sees %s (%s)"
+            % (device_id, "ids 0..%d" % (count - 1) if count else "no device", seen),
+            ids,
+        )
+    return _result(Evidence.PASS, "device.id=%d is one of ids 0..%d (%s)" % (device_id, count - 1, seen), ids)

@@ -11,30 +11,31 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
-from workbench.ascend import npusmi
+from workbench.ascend import npusmi, visible
 from workbench.events.protocol import Evidence
 
 DEVICE_JOBS = ("env", "train", "align", "export", "test", "overfit", "resume", "precision")
-USUAL_NPU_SMI = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
 DETECT_TIMEOUT_S = 10.0
 _NODE_RE = re.compile(r"^davinci\d+$")  # davinci_manager is a control node, not a device
 
 
-def find_npu_smi(env: Mapping[str, str], root: str = "/") -> Tuple[Optional[str], List[str]]:
-    """(path, looked_at): npu-smi on env's PATH, else its usual install places under `root`."""
-    looked = ["PATH"]
-    found = shutil.which("npu-smi", path=env.get("PATH", ""))
-    if found:
-        return found, looked
-    for usual in USUAL_NPU_SMI:
-        path = os.path.join(root, usual.lstrip("/"))
-        looked.append(path)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path, looked
-    return None, looked
+def find_npu_smi(env: Mapping[str, str], root: str = "/") -> Dict[str, Any]:
+    """npusmi.locate on env's PATH, else its usual install places under `root`."""
+    return npusmi.locate("npu-smi", env.get("PATH", ""), root)
+
+
+def device_nodes(root: str = "/") -> List[str]:
+    """The /dev/davinciN device nodes under `root`, by number (davinci_manager is not a device)."""
+    return sorted(
+        (
+            os.path.basename(p)
+            for p in glob.glob(os.path.join(root, "dev", "davinci*"))
+            if _NODE_RE.match(os.path.basename(p))
+        ),
+        key=lambda n: int(n[7:]),
+    )
 
 
 def ascend_evidence(
@@ -48,21 +49,18 @@ def ascend_evidence(
     Returns {nodes, npu_smi, looked_at, returncode, devices, failure, error_text, ok}; `ok` is
     True only with a device node and at least one device listed by npu-smi.
     """
-    nodes = sorted(
-        (
-            os.path.basename(p)
-            for p in glob.glob(os.path.join(root, "dev", "davinci*"))
-            if _NODE_RE.match(os.path.basename(p))
-        ),
-        key=lambda n: int(n[7:]),
-    )
-    path, looked = find_npu_smi(env, root)
+    nodes = device_nodes(root)
+    located = find_npu_smi(env, root)
+    path = located["path"]
     out: Dict[str, Any] = {
         "nodes": nodes,
         "npu_smi": path,
-        "looked_at": looked,
+        "looked_at": located["looked_at"],
+        "unusable": located["unusable"],
         "returncode": None,
         "devices": 0,
+        "rows": [],
+        "visible_devices": env.get("ASCEND_RT_VISIBLE_DEVICES"),
         "failure": None,
         "error_text": None,
         "ok": False,
@@ -72,16 +70,13 @@ def ascend_evidence(
         info = npusmi.parse_info(stdout)
         failure = npusmi.classify_failure(rc, stdout, stderr)
         if failure is None and not info.devices:
-            failure = {
-                "code": "no-device",
-                "cause": "npu-smi info listed no device",
-                "hint": "npu-smi ran but printed no device table: check the driver with `npu-smi info` on the host",
-            }
+            failure = npusmi.no_device_failure(stdout, stderr)
         out.update(
             returncode=rc,
             devices=len(info.devices),
+            rows=[[d["npu"], d.get("chip")] for d in info.devices],
             failure=failure,
-            error_text=npusmi.error_text(stdout, stderr) if failure else None,
+            error_text=npusmi.what_it_printed(stdout, stderr) if failure else None,
         )
     out["ok"] = bool(nodes) and out["devices"] > 0 and out["failure"] is None
     return out
@@ -96,10 +91,9 @@ def _ascend_reason(found: Dict[str, Any]) -> str:
         else "no /dev/davinci* device node visible"
     ]
     if found["npu_smi"] is None:
-        parts.append("no npu-smi (looked at %s)" % ", ".join(found["looked_at"]))
+        parts.append(npusmi.missing_text(found))
     elif found["failure"] is not None:
-        words = found["error_text"] or "(no output)"
-        parts.append("npu-smi info failed (%s): %s" % (found["failure"]["code"], words))
+        parts.append("npu-smi info failed (%s): %s" % (found["failure"]["code"], found["error_text"]))
     else:
         parts.append("npu-smi lists %d device(s)" % found["devices"])
     return "; ".join(parts)
@@ -173,6 +167,18 @@ def setting_verdict(device: Mapping[str, Any], detected: Mapping[str, Any]) -> D
             "hint": "set device.target to auto or CPU here, or run on a machine with the device; nothing falls "
             "back to CPU on its own",
         }
+    if resolved == "Ascend":
+        ascend = detected.get("ascend") or {}
+        found = visible.check_device_id(
+            device.get("id"), ascend.get("visible_devices"), int(ascend.get("devices") or 0)
+        )
+        if found["status"] != Evidence.PASS:
+            return {
+                "status": found["status"],
+                "detail": detail + "; " + found["detail"],
+                "hint": "set device.id to one of the ids the runtime sees (0-based, after ASCEND_RT_VISIBLE_DEVICES)",
+            }
+        detail += "; " + found["detail"]
     return {"status": Evidence.PASS, "detail": detail, "hint": None}
 
 
