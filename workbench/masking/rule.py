@@ -10,7 +10,7 @@ and the rest kept visible. Pure code for Python 3.9: no mindspore, no textual.
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 MASK = "[masked]"  # a whole value; no angle brackets: it must stay visible in Markdown and valid inside SVG text
 PART_MASK = "***"  # a part of a value (URL userinfo, a query value): the rest of the URL stays readable
@@ -66,14 +66,47 @@ NOT_SECRET_TAILS = frozenset(
 # In a URL's query, shorter names carry secrets too: ?key=, ?sig= (Azure SAS), &X-Amz-Signature=.
 QUERY_WORDS = SECRET_WORDS | frozenset(("key", "sig", "signature", "pwd", "pass", "accesskey", "sessionkey"))
 
-# scheme://userinfo@ — the userinfo runs to the last @ before the host's /, ?, # or a space.
-URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/?#\"'<>\\]+)@")
+# scheme:// — where a URL's authority starts; its userinfo is found by `userinfo_spans`, not by a pattern alone.
+URL_SCHEME = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://")
+# The user name of a userinfo: no separator, no ':' (the password follows it) and no '@'.
+URL_USER = re.compile(r"[^\s/?#:@\"'<>\\]*")
+# What surely ends a URL in free text, whatever the password holds: quotes, markup, a line end, another URL.
+URL_END = re.compile(r"[\"'<>\r\n]|[A-Za-z][A-Za-z0-9+.\-]*://")
+HOST_START = re.compile(r"[A-Za-z0-9\[_]")
+PORT_ONLY = re.compile(r"[0-9]{1,5}[/?#].*", re.S)  # host:8080/path@x is a port and a path, not a password
+URL_SPAN_MAX = 2048
 # ?name=value, &name=value or ;name=value; the value stops at the next separator, a space or markup.
 QUERY_PARAM = re.compile(r"(?P<lead>[?&;])(?P<name>[A-Za-z0-9_.\-]+)=(?P<value>[^&#;\s\"'<>\\]*)")
 # NAME=VALUE or NAME: VALUE in free text (logs, argv strings, YAML).
 # The value stops at markup characters so that masking text inside SVG or HTML keeps it well-formed.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]*)(\s*[=:]\s*)(\"[^\"<>]*\"|'[^'<>]*'|[^\s\"',;<>&]+)"
+)
+# HTTP authentication schemes: the word after `Authorization:` is the scheme, the credentials follow it.
+AUTH_SCHEMES = frozenset(
+    ("bearer", "basic", "digest", "token", "negotiate", "ntlm", "apikey", "bot", "hoba", "mutual", "aws4-hmac-sha256")
+)
+# Authorization: Bearer <creds>, Proxy-Authorization: Basic <creds>, "authorization": "Token <creds>" ...
+AUTH_HEADER = re.compile(
+    r"(?i)(?P<lead>\b(?:proxy-)?authori[sz]ation[\"']?\s*[:=]\s*[\"']?)(?P<scheme>[A-Za-z][A-Za-z0-9-]*)"
+    r"(?P<gap>[ \t]+)(?P<creds>[^\s\"'<>,;]+)"
+)
+# A bearer token written without its header (`-H "Bearer ey…"`, `token type Bearer ey…`).
+BEARER = re.compile(r"(?P<lead>\bBearer[ \t]+)(?P<creds>[A-Za-z0-9._~+/=-]{8,})")
+# "name": "value" or 'name': 'value' (JSON, Python reprs, YAML flow) in free text: secret names mask the value.
+QUOTED_PAIR = re.compile(
+    r"(?P<q>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_.\- ]{0,80})(?P=q)(?P<sep>\s*[:=]\s*)"
+    r"(?P<value>\"(?:[^\"\\\r\n]|\\.)*\"|'(?:[^'\\\r\n]|\\.)*'|[A-Za-z0-9_.+\-/=]+)"
+)
+# Command-line options: --password=VALUE, --api-key VALUE, -token VALUE (a value never starts with '-').
+OPTION = re.compile(
+    r"(?<![\w-])(?P<flag>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>=|[ \t]+)(?!-)"
+    r"(?P<value>\"[^\"\r\n<>]*\"|'[^'\r\n<>]*'|[^\s\"'<>;&|]+)"
+)
+# Tools that take a password glued to -p (mysql -pSECRET) or after it (sshpass -p SECRET).
+GLUED_P = re.compile(
+    r"(?P<lead>\b(?:mysql\w*|mariadb\w*)\b[^\r\n|;&]*?[ \t]-p)(?P<value>[^\s\"'<>;&|]+)"
+    r"|(?P<lead2>\bsshpass\b[^\r\n|;&]*?[ \t]-p[ \t]*)(?P<value2>[^\s\"'<>;&|]+)"
 )
 
 
@@ -100,10 +133,55 @@ def secret_query_name(name: str) -> bool:
     return any(p in QUERY_WORDS for p in parts) or any(w in joined for w in ("apikey", "accesskey", "password"))
 
 
-def _userinfo(match: re.Match[str]) -> str:
-    if match.group("userinfo") in MASK_MARKERS:
-        return match.group(0)
-    return match.group("scheme") + PART_MASK + "@"
+def userinfo_spans(text: str) -> List[Tuple[int, int, Optional[str]]]:
+    """(start, end, password or None) of each URL userinfo in a text, by RFC 3986 read for people's mistakes.
+
+    The userinfo is what lies between `scheme://` and the last `@` before the host: a password may hold
+    `/`, `?`, `#`, `@` or spaces unescaped. A space ends it once an `@` has been seen (the host follows
+    that `@`), so a later e-mail address is not taken in; `host:8080/path@x` is a port, not a password.
+    """
+    spans: List[Tuple[int, int, Optional[str]]] = []
+    for scheme in URL_SCHEME.finditer(text):
+        start = scheme.end()
+        if spans and start < spans[-1][1]:
+            continue
+        stop = URL_END.search(text, start, min(len(text), start + URL_SPAN_MAX))
+        segment = text[start : stop.start() if stop else min(len(text), start + URL_SPAN_MAX)]
+        user = URL_USER.match(segment).group(0)  # type: ignore[union-attr]  # the pattern matches "" at least
+        rest = segment[len(user) :]
+        if rest.startswith("@"):
+            if user and HOST_START.match(rest, 1):
+                spans.append((start, start + len(user), None))
+            continue
+        if not rest.startswith(":"):
+            continue
+        first_at = segment.find("@", len(user))
+        if first_at < 0:
+            continue
+        blank = re.search(r"\s", segment[first_at:])
+        if blank:
+            segment = segment[: first_at + blank.start()]
+        at = max(
+            (i for i in range(first_at, len(segment)) if segment[i] == "@" and HOST_START.match(segment, i + 1)),
+            default=-1,
+        )
+        if at < 0:
+            continue
+        password = segment[len(user) + 1 : at]
+        if PORT_ONLY.fullmatch(password):
+            continue
+        spans.append((start, start + at, password))
+    return spans
+
+
+def _mask_userinfo(text: str) -> str:
+    out, last = [], 0
+    for start, end, _ in userinfo_spans(text):
+        if text[start:end] in MASK_MARKERS:
+            continue
+        out.append(text[last:start] + PART_MASK)
+        last = end
+    return "".join(out) + text[last:] if out else text
 
 
 def _query(match: re.Match[str]) -> str:
@@ -115,18 +193,71 @@ def _query(match: re.Match[str]) -> str:
 
 def _assignment(match: re.Match[str]) -> str:
     value = match.group(3)
-    if not secret_name(match.group(1)) or value.strip("\"'") in MASK_MARKERS:
+    bare = value.strip("\"'")
+    if not secret_name(match.group(1)) or bare in MASK_MARKERS or bare.lower() in AUTH_SCHEMES:
         return match.group(0)
     quote = value[0] if value[:1] in ("'", '"') else ""
     return match.group(1) + match.group(2) + quote + MASK + quote
 
 
+def _auth_header(match: re.Match[str]) -> str:
+    if match.group("scheme").lower() not in AUTH_SCHEMES or match.group("creds") in MASK_MARKERS:
+        return match.group(0)
+    return match.group("lead") + match.group("scheme") + match.group("gap") + MASK
+
+
+def _bearer(match: re.Match[str]) -> str:
+    return match.group(0) if match.group("creds") in MASK_MARKERS else match.group("lead") + MASK
+
+
+def _quoted_value(value: str) -> Tuple[str, str]:
+    """(quote, content) of a quoted or bare value."""
+    if value[:1] in ("'", '"') and len(value) >= 2:
+        return value[0], value[1:-1]
+    return "", value
+
+
+def _quoted_pair(match: re.Match[str]) -> str:
+    quote, content = _quoted_value(match.group("value"))
+    if not content or content in MASK_MARKERS or not secret_name(match.group("name")):
+        return match.group(0)
+    q = match.group("q")
+    return q + match.group("name") + q + match.group("sep") + quote + MASK + quote
+
+
+def _option(match: re.Match[str]) -> str:
+    quote, content = _quoted_value(match.group("value"))
+    if not content or content in MASK_MARKERS or not secret_name(match.group("flag").lstrip("-")):
+        return match.group(0)
+    if content.lower() in AUTH_SCHEMES:
+        return match.group(0)
+    return match.group("flag") + match.group("sep") + quote + MASK + quote
+
+
+def _glued_p(match: re.Match[str]) -> str:
+    lead = match.group("lead") if match.group("lead") is not None else match.group("lead2")
+    value = match.group("value") if match.group("value") is not None else match.group("value2")
+    return match.group(0) if value in MASK_MARKERS else lead + MASK
+
+
+# Cheap tests before the patterns: each one needs at least one of these.
+NEEDLES = ("=", ":", "Bearer", "-")
+
+
 def mask_text(text: str) -> str:
-    """Text with URL userinfo, secret query values and secret-named assignments masked."""
-    if not text or ("=" not in text and ":" not in text):  # each pattern needs one ("://", "name=", "NAME: ")
+    """Text with URL userinfo, auth headers, secret query values, options, pairs and assignments masked."""
+    if not text or not any(n in text for n in NEEDLES):
         return text
-    text = URL_USERINFO.sub(_userinfo, text)
+    if "://" in text:
+        text = _mask_userinfo(text)
+    text = AUTH_HEADER.sub(_auth_header, text)
+    text = BEARER.sub(_bearer, text)
     text = QUERY_PARAM.sub(_query, text)
+    if "'" in text or '"' in text:
+        text = QUOTED_PAIR.sub(_quoted_pair, text)
+    if "-" in text:
+        text = OPTION.sub(_option, text)
+        text = GLUED_P.sub(_glued_p, text)
     return ASSIGNMENT.sub(_assignment, text)
 
 
@@ -140,17 +271,27 @@ def mask_value(name: Optional[str], value: Any) -> Any:
 
 
 def secret_parts(text: str) -> List[str]:
-    """The secret strings inside a text: URL passwords (or token userinfo), secret query values, assignments."""
+    """The secret strings inside a text: URL passwords, credentials, secret query values, options, assignments."""
     found: List[str] = []
-    for match in URL_USERINFO.finditer(text):
+    if "://" in text:
         # The password only: a user name alone (ssh://ubuntu@host) would be hunted into every path.
-        userinfo = match.group("userinfo")
-        if ":" in userinfo:
-            found.append(userinfo.split(":", 1)[1])
+        found.extend(password for _, _, password in userinfo_spans(text) if password)
+    for match in AUTH_HEADER.finditer(text):
+        if match.group("scheme").lower() in AUTH_SCHEMES:
+            found.append(match.group("creds"))
+    found.extend(m.group("creds") for m in BEARER.finditer(text))
     for match in QUERY_PARAM.finditer(text):
         if secret_query_name(match.group("name")):
             found.append(match.group("value"))
+    for match in QUOTED_PAIR.finditer(text):
+        if secret_name(match.group("name")):
+            found.append(_quoted_value(match.group("value"))[1])
+    for match in OPTION.finditer(text):
+        if secret_name(match.group("flag").lstrip("-")):
+            found.append(_quoted_value(match.group("value"))[1])
+    for match in GLUED_P.finditer(text):
+        found.append(match.group("value") if match.group("value") is not None else match.group("value2"))
     for match in ASSIGNMENT.finditer(text):
         if secret_name(match.group(1)):
             found.append(match.group(3).strip("\"'"))
-    return [f for f in found if f and f not in MASK_MARKERS]
+    return [f for f in found if f and f not in MASK_MARKERS and f.lower() not in AUTH_SCHEMES]
