@@ -125,29 +125,50 @@ def _files_under(base: Path) -> List[str]:
     return out
 
 
+MAX_MEMBERS = 50000  # a record of a long session holds a few thousand files
+MAX_TOTAL_BYTES = 64 << 30
+MAX_MANIFEST_BYTES = 16 << 20
+FREE_MARGIN_BYTES = 64 << 20  # left free on the sessions' disk after an import
+
+
+def _check_member(info: tarfile.TarInfo) -> List[str]:
+    """The member's path parts; RecordRefused for a path that leaves the folder, a link or a special file."""
+    name = info.name
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        raise RecordRefused("archive member %r has an absolute path" % name)
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts or "\\" in name:
+        raise RecordRefused("archive member %r leaves the folder (`..`)" % name)
+    if info.issym() or info.islnk():
+        target = info.linkname
+        where = os.path.normpath(os.path.join(os.path.dirname(name), target)) if info.issym() else target
+        if target.startswith("/") or where.split("/")[0] == ".." or ".." in target.split("/"):
+            raise RecordRefused("archive member %r is a link to %r, outside the folder" % (name, target))
+        raise RecordRefused(
+            "archive member %r is a link (to %r); a record written by export holds none" % (name, target)
+        )
+    if not (info.isfile() or info.isdir()):
+        raise RecordRefused("archive member %r is neither a file nor a folder" % name)
+    return parts
+
+
 def check_members(tar: tarfile.TarFile) -> Tuple[str, List[tarfile.TarInfo]]:
-    """Refuse members that could write outside the folder; return (top folder, members), nothing extracted."""
-    members = tar.getmembers()
+    """Refuse members that could write outside the folder, or too many; return (top folder, members).
+
+    Nothing is extracted. The headers are read one by one, so an archive of millions of members is
+    refused after MAX_MEMBERS of them, not after all are listed.
+    """
+    members: List[tarfile.TarInfo] = []
     tops = set()
-    for info in members:
-        name = info.name
-        if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-            raise RecordRefused("archive member %r has an absolute path" % name)
-        parts = [p for p in name.split("/") if p not in ("", ".")]
-        if ".." in parts or "\\" in name:
-            raise RecordRefused("archive member %r leaves the folder (`..`)" % name)
-        if info.issym() or info.islnk():
-            target = info.linkname
-            where = os.path.normpath(os.path.join(os.path.dirname(name), target)) if info.issym() else target
-            if target.startswith("/") or where.split("/")[0] == ".." or ".." in target.split("/"):
-                raise RecordRefused("archive member %r is a link to %r, outside the folder" % (name, target))
+    for info in tar:
+        if len(members) >= MAX_MEMBERS:
             raise RecordRefused(
-                "archive member %r is a link (to %r); a record written by export holds none" % (name, target)
+                "the archive holds more than %d members; a record written by export holds far fewer" % MAX_MEMBERS
             )
-        if not (info.isfile() or info.isdir()):
-            raise RecordRefused("archive member %r is neither a file nor a folder" % name)
+        parts = _check_member(info)
         if parts:
             tops.add(parts[0])
+        members.append(info)
     if len(tops) != 1:
         raise RecordRefused(
             "the archive has %d top-level entries (%s); a record has one folder named by "
@@ -156,8 +177,69 @@ def check_members(tar: tarfile.TarFile) -> Tuple[str, List[tarfile.TarInfo]]:
     return tops.pop(), members
 
 
-def _extract(tar: tarfile.TarFile, members: List[tarfile.TarInfo], dest: Path) -> None:
-    """Write the checked members under dest by hand (no tarfile.extractall: its filters differ by Python)."""
+def _member_rel(info: tarfile.TarInfo) -> str:
+    """The member's path inside the record's folder (its top folder left out)."""
+    return "/".join([p for p in info.name.split("/") if p not in ("", ".")][1:])
+
+
+def listed_hashes(tar: tarfile.TarFile, members: List[tarfile.TarInfo]) -> Dict[str, Dict[str, str]]:
+    """Path in the record -> the hashes its manifests give, read from the archive before anything is written."""
+    found: Dict[str, Dict[str, str]] = {}  # rel -> {sha256: manifest name}
+    for info in members:
+        rel = _member_rel(info)
+        if not (info.isfile() and rel.startswith(EXPORT_DIR + "/") and rel.endswith(".sha256") and rel.count("/") == 1):
+            continue
+        if info.size > MAX_MANIFEST_BYTES:
+            raise RecordRefused(
+                "archive member %r: a manifest of %d bytes (at most %d)" % (info.name, info.size, MAX_MANIFEST_BYTES)
+            )
+        src = tar.extractfile(info)
+        if src is None:
+            raise RecordRefused("archive member %r cannot be read" % info.name)
+        from workbench.record.manifest import parse_manifest
+
+        text = src.read(MAX_MANIFEST_BYTES).decode("utf-8", "replace")
+        listed = parse_manifest("\n".join(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
+        base = manifest_base(Path("/r") / rel, listed)
+        for entry, sha in listed.items():
+            where = os.path.normpath(str(base / entry))
+            if where.startswith("/r/"):
+                found.setdefault(where[len("/r/") :], {})[sha] = rel.rsplit("/", 1)[-1]
+    if not found:
+        raise RecordRefused(
+            "the archive holds no %s/%s: not a record written by `ms-workbench export`" % (EXPORT_DIR, MANIFEST_NAME)
+        )
+    return found
+
+
+def check_bounds(count: int, total: int, root: Path, what: str) -> None:
+    """Refuse a record whose declared size or member count is out of bounds, before one byte is written."""
+    if count > MAX_MEMBERS:
+        raise RecordRefused("%s holds %d files (at most %d)" % (what, count, MAX_MEMBERS))
+    if total > MAX_TOTAL_BYTES:
+        raise RecordRefused("%s declares %d bytes (at most %d)" % (what, total, MAX_TOTAL_BYTES))
+    st = os.statvfs(str(root))
+    free = st.f_bavail * st.f_frsize
+    if total + FREE_MARGIN_BYTES > free:
+        raise RecordRefused(
+            "%s declares %.1f MB; %s has %.1f MB free (%.0f MB kept free)"
+            % (what, total / 1048576.0, root, free / 1048576.0, FREE_MARGIN_BYTES / 1048576.0)
+        )
+
+
+def _check_listed(members: List[tarfile.TarInfo], listed: Dict[str, Dict[str, str]], sid: str) -> None:
+    """Every file member must be one the manifests list (or one export writes after them)."""
+    by_design = _not_listed_by_design(Path(sid))
+    for info in members:
+        rel = _member_rel(info)
+        if info.isfile() and rel not in listed and rel not in by_design:
+            raise RecordRefused("%s: in the record but not in its manifest (nothing was written)" % rel)
+
+
+def _extract(
+    tar: tarfile.TarFile, members: List[tarfile.TarInfo], dest: Path, listed: Dict[str, Dict[str, str]]
+) -> None:
+    """Write the checked members under dest by hand, hashing each against its manifests as it is written."""
     for info in members:
         target = dest.joinpath(*[p for p in info.name.split("/") if p not in ("", ".")])
         if info.isdir():
@@ -167,8 +249,20 @@ def _extract(tar: tarfile.TarFile, members: List[tarfile.TarInfo], dest: Path) -
         src = tar.extractfile(info)
         if src is None:
             raise RecordRefused("archive member %r cannot be read" % info.name)
+        digest = hashlib.sha256()
         with src, open(str(target), "xb") as out:  # "x": a duplicate member must not overwrite a checked one
-            shutil.copyfileobj(src, out, BLOCK_BYTES)
+            block = src.read(BLOCK_BYTES)
+            while block:
+                digest.update(block)
+                out.write(block)
+                block = src.read(BLOCK_BYTES)
+        expected = listed.get(_member_rel(info))
+        if expected and digest.hexdigest() not in expected:
+            sha, manifest = sorted(expected.items())[0]
+            raise RecordRefused(
+                "%s: SHA-256 %s, %s says %s (the file changed after export)"
+                % (_member_rel(info), digest.hexdigest(), manifest, sha)
+            )
 
 
 def _session_folder(path: Path) -> Path:
@@ -181,19 +275,60 @@ def _session_folder(path: Path) -> Path:
     raise RecordRefused("%s holds no session record (a folder with session.json and export/%s)" % (path, MANIFEST_NAME))
 
 
-def _copy_folder(src: Path, dest: Path) -> None:
-    """Copy an unpacked record, refusing links (they could point anywhere)."""
+def _folder_files(src: Path) -> Tuple[List[str], int]:
+    """The regular files of an unpacked record and their total size; links and special files refused by name."""
+    files: List[str] = []
+    total = 0
     for dirpath, dirnames, filenames in os.walk(str(src)):
-        rel = os.path.relpath(dirpath, str(src))
-        (dest / rel).mkdir(parents=True, exist_ok=True)
-        for name in dirnames + filenames:
+        for name in sorted(dirnames + filenames):
             full = os.path.join(dirpath, name)
-            if os.path.islink(full):
+            mode = os.lstat(full).st_mode
+            if stat.S_ISLNK(mode):
                 raise RecordRefused(
                     "%s is a link (to %r); a record written by export holds none" % (full, os.readlink(full))
                 )
-        for name in filenames:
-            shutil.copyfile(os.path.join(dirpath, name), str(dest / rel / name))
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise RecordRefused(
+                    "%s is neither a file nor a folder (a FIFO, device or socket); nothing was added" % full
+                )
+            if stat.S_ISREG(mode):
+                files.append(os.path.relpath(full, str(src)))
+                total += os.lstat(full).st_size
+                if len(files) > MAX_MEMBERS:
+                    raise RecordRefused("%s holds more than %d files (at most %d)" % (src, MAX_MEMBERS, MAX_MEMBERS))
+    return files, total
+
+
+def _copy_regular(src: str, dest: Path) -> None:
+    """Copy one file, opened only if it is (still) a regular file, and no more than the size it had then."""
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordRefused("%s is not a regular file; nothing was added" % src)
+        left = st.st_size
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(str(dest), "xb") as out:
+            while left > 0:
+                block = os.read(fd, min(BLOCK_BYTES, left))
+                if not block:
+                    break
+                out.write(block)
+                left -= len(block)
+    finally:
+        os.close(fd)
+
+
+def _copy_folder(src: Path, dest: Path, root: Path) -> None:
+    """Copy an unpacked record's regular files, within the bounds; links and special files refused."""
+    files, total = _folder_files(src)
+    check_bounds(len(files), total, root, str(src))
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in files:
+        _copy_regular(os.path.join(str(src), rel), dest / rel)
+    for dirpath, dirnames, _ in os.walk(str(src)):  # empty folders too, as the record had them
+        for name in dirnames:
+            (dest / os.path.relpath(os.path.join(dirpath, name), str(src))).mkdir(parents=True, exist_ok=True)
 
 
 def _sha256_of(path: Path) -> str:
@@ -226,14 +361,17 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
             found = _session_folder(source.resolve())
             sid = _check_sid(found.name)
             staged = stage / sid
-            _copy_folder(found, staged)
+            _copy_folder(found, staged, root)
             origin_sha = None
         else:
             try:
                 with tarfile.open(str(source), "r:*") as tar:
                     sid, members = check_members(tar)
                     _check_sid(sid)
-                    _extract(tar, members, stage)
+                    listed = listed_hashes(tar, members)
+                    _check_listed(members, listed, sid)
+                    check_bounds(len(members), sum(m.size for m in members if m.isfile()), root, str(source))
+                    _extract(tar, members, stage, listed)
             except (tarfile.TarError, EOFError, OSError) as exc:
                 if isinstance(exc, RecordRefused):
                     raise
