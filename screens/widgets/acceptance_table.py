@@ -27,7 +27,7 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
         return Text("acceptance: no jobs yet", style="dim")
     target = acc.get("target") or {}
     table = Table(box=None, expand=True, pad_edge=False, show_edge=False, header_style="bold")
-    table.add_column("layer", width=9, no_wrap=True)
+    table.add_column("layer", width=11, no_wrap=True)
     table.add_column("verdict", width=8, no_wrap=True)
     table.add_column("on", width=11, no_wrap=True, overflow="ellipsis")
     table.add_column("deciding evidence", ratio=1, no_wrap=True, overflow="ellipsis")

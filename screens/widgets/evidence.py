@@ -9,6 +9,7 @@ STYLE = {
     "observed-fail": "bold red",
     "blocked": "bold yellow",
     "not-run": "dim",
+    "not-required": "dim italic",
     "ok": "green",
     "running": "cyan",
     "failed": "red",
@@ -17,7 +18,7 @@ STYLE = {
     "stalled": "red",
     "cancelled": "yellow",
 }
-SHORT = {"observed-pass": "PASS", "observed-fail": "FAIL", "blocked": "BLOCKED", "not-run": "NOT RUN"}
+SHORT = {"observed-pass": "PASS", "observed-fail": "FAIL", "blocked": "BLOCKED", "not-run": "NOT RUN", "not-required": "NOT REQ"}
 
 
 def badge(status: str) -> Text:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.sessions import variants
+from workbench.acceptance.performance import NOT_REQUIRED
 from workbench.acceptance.verdict import CPU_DEVICE_SUMMARY, evaluate
 from workbench.config.layers import defaults
 from workbench.events.protocol import Evidence
@@ -37,10 +38,10 @@ def test_the_shape_is_the_documented_one(tmp_path):
     acc = _judge(variants.copy_real(tmp_path))
     assert acc["format"] == "ms-workbench.acceptance.verdict/1"
     assert set(acc["target"]) == {"device", "requested", "why"}
-    assert [lay["layer"] for lay in acc["layers"]] == ["task", "framework", "device"]
+    assert [lay["layer"] for lay in acc["layers"]] == ["task", "framework", "device", "performance"]
     for lay in acc["layers"]:
         assert set(lay) == {"layer", "verdict", "summary", "observed_on", "deciding", "missing"}
-        assert lay["verdict"] in Evidence.ALL
+        assert lay["verdict"] in Evidence.ALL + (NOT_REQUIRED,)
         for row in lay["deciding"]:
             assert set(row) == {"job", "check", "level", "device", "value", "threshold", "detail"}
         for need in lay["missing"]:
@@ -53,7 +54,8 @@ def test_the_shape_is_the_documented_one(tmp_path):
 def test_all_checks_pass_on_cpu_but_the_device_layer_is_never_passed(tmp_path):
     acc = _judge(variants.all_pass_on_cpu(tmp_path))
     assert acc["target"]["device"] == "CPU"
-    task, framework, device = acc["layers"]
+    task, framework, device, performance = acc["layers"]
+    assert performance["verdict"] == NOT_REQUIRED
     assert task["verdict"] == Evidence.PASS, task["summary"]
     assert framework["verdict"] == Evidence.PASS, framework["summary"]
     assert task["observed_on"] == framework["observed_on"] == ["CPU"]
@@ -171,12 +173,25 @@ def test_accept_exit_codes(tmp_path):
     sets = ["--set", "acceptance.min_val_macro_f1_mlp=0.35", "--set", "acceptance.min_test_macro_f1_mlp=0.35"]
     run = _accept(tmp_path, [session.name] + sets)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "device     not-run        not-run: target CPU, no device claim" in run.stdout
+    assert "device      not-run        not-run: target CPU, no device claim" in run.stdout
+    assert "performance not-required   not-required: no throughput or step-time threshold set" in run.stdout
     assert _accept(tmp_path, [session.name]).returncode == 1
     assert _accept(tmp_path, ["20990101-000000-beef"]).returncode == 2
     bad = _accept(tmp_path, ["--set", "acceptance.min_val_macro_f1_mlp=2"])
     assert bad.returncode == 2 and "acceptance.min_val_macro_f1_mlp" in bad.stderr
     assert _accept(tmp_path / "empty", []).returncode == 2
+
+
+def test_accept_with_a_throughput_threshold_the_cpu_run_misses_exits_1_naming_it(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    figure, _, run = _run_figure(session)
+    sets = ["--set", "acceptance.min_val_macro_f1_mlp=0.35", "--set", "acceptance.min_test_macro_f1_mlp=0.35"]
+    out = _accept(tmp_path, [session.name] + sets + ["--set", "acceptance.min_steady_images_per_s=50000"])
+    assert out.returncode == 1, out.stdout + out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("performance "))
+    assert "observed-fail" in line and "%.1f images/s on CPU (a CPU figure, not a device claim)" % figure in line
+    assert "threshold 50000 images/s" in line and "batch %d" % run["batch_size"] in line
+    assert "overall observed-fail" in out.stdout
 
 
 def _env(tmp_path):
@@ -225,3 +240,90 @@ def test_a_cancelled_training_run_does_not_pass_the_task_layer(tmp_path):
     row = _row(task, "val-macro-f1")
     assert row["level"] == Evidence.NOT_RUN and row["detail"].startswith("train-001 cancelled")
     assert task["verdict"] == Evidence.NOT_RUN
+
+
+# -- the performance row ------------------------------------------------------------------------------------------
+def _run_figure(session: Path):
+    perf = [e for e in variants.read_events(session / "jobs" / "train-001") if e["type"] == "perf"]
+    run = [p for p in perf if p.get("scope") == "run"][-1]
+    return run["steady"]["images_per_s"], run["steady"]["median_ms"], run
+
+
+def test_a_throughput_threshold_above_the_cpu_figure_fails_naming_figure_threshold_and_conditions(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    figure, _, run = _run_figure(session)
+    acc = _judge(session, variants.lenient(min_steady_images_per_s=50000))
+    perf = _layer(acc, "performance")
+    assert perf["verdict"] == Evidence.FAIL and acc["overall"] == Evidence.FAIL
+    row = _row(perf, "steady-throughput")
+    assert row["value"] == pytest.approx(figure) and row["threshold"] == ">= 50000 images/s"
+    assert row["device"] == "CPU" and "a CPU figure, not a device claim" in row["detail"]
+    for said in ("batch %d" % run["batch_size"], run["precision"], "%d warm-up steps" % run["warmup_steps"]):
+        assert said in row["detail"], said
+    assert "sync %s" % run["sync"] in row["detail"] and "timed once" in row["detail"]
+    assert "%.1f images/s" % figure in perf["summary"] and "50000" in perf["summary"]
+
+
+def test_a_threshold_the_cpu_figure_meets_passes_labelled_as_a_cpu_figure(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    figure, median, _ = _run_figure(session)
+    acc = _judge(session, variants.lenient(min_steady_images_per_s=figure / 2, max_steady_median_ms=median * 2))
+    perf = _layer(acc, "performance")
+    assert perf["verdict"] == Evidence.PASS and acc["overall"] == Evidence.PASS
+    assert [r["level"] for r in perf["deciding"]] == [Evidence.PASS, Evidence.PASS]
+    assert all("a CPU figure, not a device claim" in r["detail"] for r in perf["deciding"])
+
+
+def test_a_step_time_threshold_below_the_median_fails(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    _, median, _ = _run_figure(session)
+    perf = _layer(_judge(session, variants.lenient(max_steady_median_ms=median / 2)), "performance")
+    row = _row(perf, "steady-step-time")
+    assert perf["verdict"] == Evidence.FAIL and row["level"] == Evidence.FAIL
+    assert row["value"] == pytest.approx(median) and row["threshold"] == "<= %g ms" % (median / 2)
+    assert _row(perf, "steady-throughput")["level"] == NOT_REQUIRED
+
+
+def test_unset_thresholds_read_not_required_and_still_show_the_figure(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    figure, _, _ = _run_figure(session)
+    perf = _layer(_judge(session), "performance")
+    assert perf["verdict"] == NOT_REQUIRED and "min_steady_images_per_s" in perf["summary"]
+    row = _row(perf, "steady-throughput")
+    assert row["level"] == NOT_REQUIRED and row["value"] == pytest.approx(figure) and row["threshold"] is None
+
+
+def test_a_cpu_figure_never_passes_the_performance_row_of_an_ascend_target(tmp_path):
+    from workbench.acceptance.verdict import performance_layer
+
+    model = fold_session(variants.all_pass_on_cpu(tmp_path))
+    perf = performance_layer(model, variants.lenient(min_steady_images_per_s=1), "Ascend", model.records["train-001"])
+    assert perf["verdict"] == Evidence.NOT_RUN
+    assert "observed on CPU, target Ascend: does not count" in _row(perf, "steady-throughput")["detail"]
+    assert "device.target=Ascend" in perf["missing"][0]["command"]
+
+
+def test_a_figure_measured_on_the_device_is_not_labelled_a_cpu_figure(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    variants.retarget(session, "Ascend", jobs=("train-001",))
+    perf = _layer(_judge(session, variants.lenient(min_steady_images_per_s=1)), "performance")
+    row = _row(perf, "steady-throughput")
+    assert perf["verdict"] == Evidence.PASS and row["device"] == "Ascend"
+    assert "CPU figure" not in row["detail"] and "on Ascend" in row["detail"]
+
+
+def test_accept_prints_a_passing_check_with_its_value_against_its_threshold(tmp_path):
+    from workbench.cli.accept import render
+
+    acc = _judge(variants.all_pass_on_cpu(tmp_path))
+    val = _row(_layer(acc, "task"), "val-macro-f1")
+    assert val["level"] == Evidence.PASS
+    text = render(acc)
+    assert "%.4g against %s" % (val["value"], val["threshold"]) in text
+    assert "performance" in text and "not-required" in text
+
+
+def test_effect_consistency_on_a_cpu_target_asks_for_a_run_on_another_device(tmp_path):
+    acc = _judge(variants.all_pass_on_cpu(tmp_path), variants.lenient(task_checks=["effect-consistency"]))
+    (need,) = _layer(acc, "task")["missing"]
+    assert "device.target=CPU" not in need["command"] and "device.target=Ascend" in need["command"]

@@ -43,6 +43,11 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
         "ms-workbench run train --set device.target={target}",
         "s on the Training screen",
     ),
+    "steady-step-time": (
+        "the steady step time of a training run on the target",
+        "ms-workbench run train --set device.target={target}",
+        "s on the Training screen",
+    ),
     "graph-vs-pynative": (
         "an fp32 alignment of graph mode against pynative",
         "ms-workbench run align --set align.reference.mode=pynative --set align.candidate.mode=graph "
@@ -82,7 +87,7 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
     ),
     "effect-consistency": (
         "a training run on another device with the same config, for the cross-device comparison",
-        "ms-workbench run train --set device.target=CPU",
+        "ms-workbench run train --set device.target={other}",
         "s on the Training screen",
     ),
     "overfit-batch": ("the overfit-one-batch check", "ms-workbench run overfit", ""),
@@ -111,4 +116,9 @@ def how_to_produce(check: str, kind: str = "", train: Optional[str] = None, targ
         job = kind or "the job that emits it"
         found = ("the check %s" % check, "ms-workbench run %s" % job if kind else "(%s)" % job, "")
     what, command, key = found
-    return {"what": what, "command": command.format(train=train or "<train-jid>", target=target), "key": key}
+    other = "Ascend" if target.upper() == "CPU" else "CPU"  # the effect-consistency pair's other device
+    return {
+        "what": what,
+        "command": command.format(train=train or "<train-jid>", target=target, other=other),
+        "key": key,
+    }

@@ -1,9 +1,10 @@
-"""The acceptance verdict: the session's one fold (SessionModel) judged in three layers, task, framework, device.
+"""The acceptance verdict: the session's one fold (SessionModel) judged in layers: task, framework, device, performance.
 
 Pure: no I/O. Each layer's verdict comes from its required checks (config section `acceptance`) with their
 evidence level and the device each was observed on. A layer passes only when every required check is
 observed-pass on the target; CPU evidence never passes the device layer, and with a CPU target that layer is
-`not-run` (no device claim). The TUI, `ms-workbench accept` and report.json all show this one computation.
+`not-run` (no device claim). The performance row judges the throughput/step-time thresholds with their
+conditions, `not-required` when none is set. The TUI, `ms-workbench accept` and report.json all show this one computation.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.acceptance.effect import effect_row
 from workbench.acceptance.how import how_to_produce
+from workbench.acceptance.performance import KEYS as PERF_KEYS
+from workbench.acceptance.performance import NOT_REQUIRED
+from workbench.acceptance.performance import performance_rows as perf_rows
 from workbench.events.protocol import Evidence
 from workbench.fold.record import JobRecord, SessionModel
 from workbench.fold.series import number
 
 FORMAT = "ms-workbench.acceptance.verdict/1"
-LAYERS = ("task", "framework", "device")
+LAYERS = ("task", "framework", "device", "performance")
 ORDER = (Evidence.FAIL, Evidence.BLOCKED, Evidence.NOT_RUN, Evidence.PASS)  # the worst level decides
 CPU_DEVICE_SUMMARY = "not-run: target CPU, no device claim"
 THRESHOLDS_NOTE = (
@@ -418,36 +422,28 @@ def judge_test_once(
     )
 
 
-# -- the device layer ------------------------------------------------------------------------------------
-def judge_throughput(judge: LayerJudge, model: SessionModel, minimum: float) -> None:
-    """Steady images/s of the newest train run, when the config asks for a minimum."""
-    rec = model.newest("train", started=True)
-    steady = (rec.main_perf.get("steady") or {}) if rec is not None else {}
-    value = number(steady.get("images_per_s")) if isinstance(steady, dict) else None
-    if rec is None or value is None:
-        judge.add(
-            _row(
-                rec.jid if rec else None,
-                "steady-throughput",
-                Evidence.NOT_RUN,
-                None,
-                detail="no steady window measured",
-            ),
-            "train",
+# -- the performance row --------------------------------------------------------------------------------
+def performance_layer(model: SessionModel, cfg: Dict[str, Any], dev: str, train: Optional[JobRecord]) -> Dict[str, Any]:
+    """Throughput and step-time thresholds judged on the target with their conditions; not-required when unset."""
+    judge = LayerJudge("performance", dev, train.jid if train is not None else None)
+    device = device_name(train.device.get("resolved")) if train is not None else ""
+    for row in perf_rows(train, cfg, dev, device):
+        if row["level"] == NOT_REQUIRED:
+            judge.deciding.append(row)  # shown with its measured figure, never counted
+        else:
+            judge.add(row, "train")
+    out = judge.layer_dict()
+    if not judge.levels:
+        out["verdict"] = NOT_REQUIRED
+        out["summary"] = "%s: no throughput or step-time threshold set (acceptance.%s)" % (
+            NOT_REQUIRED,
+            ", acceptance.".join(PERF_KEYS),
         )
-        return
-    ok = value >= minimum
-    judge.add(
-        _row(
-            rec.jid,
-            "steady-throughput",
-            Evidence.PASS if ok else Evidence.FAIL,
-            device_name(rec.device.get("resolved")),
-            value,
-            ">= %g images/s" % minimum,
-            "steady median %.0f images/s" % value,
-        )
-    )
+        return out
+    judged = [r for r in judge.deciding if r["level"] != NOT_REQUIRED]
+    level = out["verdict"]
+    out["summary"] = "%s: %s" % (level, "; ".join("%s %s" % (r["check"], r["detail"]) for r in judged))
+    return out
 
 
 # -- the whole verdict -----------------------------------------------------------------------------------
@@ -472,8 +468,17 @@ def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dic
         else:
             judge_job_check(framework, model, spec, cfg)
 
-    layers = [task.layer_dict(), framework.layer_dict(), _device_layer(model, cfg, dev, train_jid)]
-    required = [lay["verdict"] for lay in layers if not (lay["layer"] == "device" and dev == "CPU")]
+    layers = [
+        task.layer_dict(),
+        framework.layer_dict(),
+        _device_layer(model, cfg, dev, train_jid),
+        performance_layer(model, cfg, dev, train),
+    ]
+    required = [
+        lay["verdict"]
+        for lay in layers
+        if not (lay["layer"] == "device" and dev == "CPU") and lay["verdict"] != NOT_REQUIRED
+    ]
     return {
         "format": FORMAT,
         "target": target,
@@ -504,9 +509,6 @@ def _device_layer(model: SessionModel, cfg: Dict[str, Any], dev: str, train_jid:
         return out
     for spec in cfg.get("device_checks") or []:
         judge_job_check(judge, model, spec, cfg)
-    minimum = number(cfg.get("min_steady_images_per_s")) or 0
-    if minimum > 0:
-        judge_throughput(judge, model, minimum)
     return judge.layer_dict()
 
 

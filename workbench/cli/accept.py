@@ -22,17 +22,32 @@ def acceptance_config(config_file: Optional[str] = None, sets: Any = ()) -> Dict
     return {"acceptance": cfg["acceptance"], "compare": cfg.get("compare")}
 
 
+def _value(row: Dict[str, Any]) -> str:
+    """'0.8671 against >= 0.85' for a row with a number and its threshold, else ''."""
+    value = row.get("value")
+    if value is None:
+        return ""
+    shown = "%.4g" % value if isinstance(value, float) else str(value)
+    return "%s against %s  " % (shown, row["threshold"]) if row.get("threshold") is not None else ""
+
+
 def render(acc: Dict[str, Any]) -> str:
-    """The verdict for people: target, one line per layer, the deciding checks that did not pass, what to run."""
+    """The verdict for people: target, one line per layer, every deciding check with its measured value against its
+    threshold (a passing one too), the performance figure even when not required, and what to run."""
     target = acc["target"]
     lines = ["target %s (requested %s: %s)" % (target["device"], target.get("requested"), target.get("why")), ""]
     for lay in acc["layers"]:
-        lines.append("%-10s %-14s %s" % (lay["layer"], lay["verdict"], lay["summary"]))
+        lines.append("%-11s %-14s %s" % (lay["layer"], lay["verdict"], lay["summary"]))
         for row in lay["deciding"]:
-            if row["level"] != "observed-pass" or "does not count" in (row["detail"] or ""):
+            shown = (
+                row["level"] != "observed-pass"
+                or "does not count" in (row["detail"] or "")
+                or row.get("value") is not None
+            )
+            if shown:
                 lines.append(
-                    "    %-28s %-14s on %-7s %s"
-                    % (row["check"], row["level"], row["device"] or "-", (row["detail"] or "")[:100])
+                    "    %-28s %-14s on %-7s %s%s"
+                    % (row["check"], row["level"], row["device"] or "-", _value(row), wrap(row["detail"] or "", 160))
                 )
         for need in lay["missing"]:
             key = " (TUI: %s)" % need["key"] if need["key"] else ""
@@ -40,11 +55,20 @@ def render(acc: Dict[str, Any]) -> str:
     lines += [
         "",
         "overall %s" % acc["overall"],
-        "(a CPU target's device layer is not required: it makes no device claim)"
+        "(a CPU target's device layer is not required: it makes no device claim; a not-required layer has no "
+        "threshold set and does not count)"
         if acc["target"]["device"] == "CPU"
-        else "",
+        else "(a not-required layer has no threshold set and does not count)",
     ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def wrap(text: str, width: int) -> str:
+    """Text cut at a word boundary when longer than `width`, ending '…' (never mid-word)."""
+    if len(text) <= width:
+        return text
+    cut = text[:width].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + " …"
 
 
 def cmd_accept(args) -> int:

@@ -344,7 +344,16 @@ SCHEMA: Dict[str, Any] = {
             float,
             int,
             min=0,
-            doc="device: steady training throughput of the newest train run on the target; 0 = not required",
+            doc="performance: least steady training throughput (Σ images / Σ wall time of the steady steps) of "
+            "the judged train run on the target; 0 = not required",
+        ),
+        "max_steady_median_ms": _f(
+            0.0,
+            float,
+            int,
+            min=0,
+            doc="performance: largest median steady step time (ms) of the judged train run on the target; "
+            "0 = not required",
         ),
         "task_checks": _f(
             ["val-macro-f1", "test-macro-f1", "test-evaluations"],
