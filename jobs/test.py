@@ -20,6 +20,7 @@ from workbench.analysis.metrics import metrics_report
 from workbench.events.protocol import Evidence
 from workbench.jobkit.config import JobConfig
 from workbench.jobkit.context import JobContext, JobFailed, run
+from workbench.session.candidate import checkpoint_subject
 from workbench.session.checkpoint_origin import run_not_ok_warning
 from workbench.system.atomic import read_json, sha256_file, write_json
 
@@ -62,6 +63,8 @@ def main(ctx: JobContext) -> str:
             hint="the training job writes them after its first validated epoch",
             type_="FileNotFoundError",
         )
+    digest = sha256_file(best_ckpt)
+    ctx.subject = checkpoint_subject(digest)  # every check below is about this file
     reverify_checkpoint(ctx, best_ckpt, "test.from")
     best = read_json(best_json)
     train_cfg = models.read_job_config(train_dir) or best.get("config")
@@ -73,7 +76,6 @@ def main(ctx: JobContext) -> str:
     effective = msdevice.require_device(ctx, ctx.cfg.device.target, ctx.cfg.device.id, mode)
     msdevice.sample_device_activity(ctx)
 
-    digest = sha256_file(best_ckpt)
     recorded = (best.get("checkpoint") or {}).get("sha256")
     if recorded and digest != recorded:
         ctx.check(

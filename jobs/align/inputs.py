@@ -18,6 +18,7 @@ from workbench.data.dataset import CLASS_NAMES
 from workbench.data.split import index_sha256
 from workbench.jobkit.config import JobConfig
 from workbench.jobkit.context import JobFailed
+from workbench.session.candidate import INIT_VALUE
 from workbench.system.atomic import sha256_file, write_bytes
 
 INPUTS_NAME = "inputs.npz"
@@ -117,7 +118,7 @@ def read_inputs(path: Path) -> Dict[str, Any]:
 def weights_source(cfg: Dict[str, Any], job_dir: Path) -> Optional[Dict[str, Any]]:
     """The checkpoint align.weights_from names (a train job → artifacts/best.ckpt, or a .ckpt path), or None."""
     value = cfg["align"].get("weights_from")
-    if not value:
+    if not value or value == INIT_VALUE:
         return None
     ref = resolve_job_ref(job_dir, "align.weights_from", str(value))
     ckpt = ref / "artifacts" / "best.ckpt" if ref.is_dir() else ref

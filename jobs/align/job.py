@@ -23,7 +23,8 @@ from jobs.common.msdevice import device_mismatches
 from workbench.analysis.tensordiff import MATCH_RULE, NONFINITE_RULE, REL_RULE
 from workbench.events.protocol import Evidence
 from workbench.jobkit.context import JobContext, JobFailed
-from workbench.system.atomic import read_json, write_bytes
+from workbench.session.candidate import INITIAL_WEIGHTS, checkpoint_subject
+from workbench.system.atomic import read_json, sha256_file, write_bytes
 
 STDERR_TAIL_LINES = 12
 SYNTHETIC_HINT = "synthetic data: the numbers say nothing about Fashion-MNIST"
@@ -278,6 +279,8 @@ def main(ctx: JobContext) -> str:
         model=dict(cfg["model"]),
         paths=paths,
     )
+    source = weights_source(cfg, ctx.dir)  # both sides start from these weights: every check is about them
+    ctx.subject = INITIAL_WEIGHTS if source is None else checkpoint_subject(sha256_file(Path(source["path"])))
     ctx.progress(0, 4, "phases", "inputs")
     batch = make_inputs(cfg, ctx.dir)
     ctx.artifact(Path(batch["path"]), "fixed-batch", n=batch["n"])

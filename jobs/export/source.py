@@ -10,6 +10,7 @@ from jobs.export.common import fmt, short
 from jobs.export.state import ExportRun
 from workbench.events.protocol import Evidence
 from workbench.jobkit.context import JobFailed
+from workbench.session.candidate import INIT_VALUE, INITIAL_WEIGHTS, checkpoint_subject
 from workbench.system.atomic import read_json, sha256_file
 
 
@@ -68,8 +69,8 @@ def resolve_source(job_dir: Path, value: Optional[str]) -> Source:
     """export.from -> Source: a job id of this session (or <session>/<job>), a folder, or a .ckpt file."""
     from jobs.common.models import resolve_job_ref
 
-    if not value:
-        return Source("fresh-init")
+    if not value or value == INIT_VALUE:
+        return Source("fresh-init", value)
     found = resolve_job_ref(job_dir, "export.from", value)
     if found.is_dir():
         folder = found
@@ -104,6 +105,7 @@ def load_source(run: ExportRun) -> SourceNet:
     from jobs.common.models import build_net
 
     src = resolve_source(run.ctx.dir, run.export["from"])
+    run.ctx.subject = INITIAL_WEIGHTS if src.ckpt is None else checkpoint_subject(sha256_file(src.ckpt))
     if src.ckpt is not None:
         reverify_checkpoint(run.ctx, Path(src.ckpt), "export.from")
     model_cfg = dict(run.cfg.model)
@@ -121,11 +123,11 @@ def load_source(run: ExportRun) -> SourceNet:
             "source",
             "export source",
             Evidence.NOT_RUN,
-            "no training job given (export.from is null): exporting a freshly initialised %s "
-            "(hidden %d, seed %d) — random weights; these artefacts test the export path only"
-            % (model["name"], model["hidden"], seed),
+            "export.from=%s: exporting a freshly initialised %s (hidden %d, seed %d) — initial weights, "
+            "random; these artefacts test the export path only and never count for acceptance"
+            % (src.ref or "init", model["name"], model["hidden"], seed),
             evidence={"source": src.describe(), "model": model, "seed": seed},
-            hint="set export.from to a training job id (e.g. train-001) to export trained weights",
+            hint="freeze a candidate (`ms-workbench freeze`) and leave export.from unset to export trained weights",
         )
         loaded.net.set_train(False)
         return loaded

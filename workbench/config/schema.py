@@ -121,9 +121,14 @@ def _tolerances_by_batch(value: Dict[Any, Any]) -> Dict[int, float]:
     return out
 
 
-def _job_ref(key: str) -> Field:
+def _job_ref(key: str, doc: str = "") -> Field:
     # BadReference is a ValueError: _check turns it into a ConfigError naming the key and the source.
-    return _f(None, str, nullable=True, check=functools.partial(check_job_ref, key), expects=job_ref_expected(key))
+    return _f(
+        None, str, nullable=True, check=functools.partial(check_job_ref, key), expects=job_ref_expected(key), doc=doc
+    )
+
+
+CANDIDATE_DOC = "null: the session's frozen candidate (`ms-workbench freeze`); the job stops when none is frozen"
 
 
 def _recorded_decision() -> Dict[str, Field]:
@@ -260,7 +265,7 @@ SCHEMA: Dict[str, Any] = {
             doc="largest |candidate - fp32| validation macro-F1 of the last epoch that passes",
         ),
     },
-    "test": {"from": _job_ref("test.from")},
+    "test": {"from": _job_ref("test.from", CANDIDATE_DOC)},
     "align": {
         "reference": _path("CPU", "pynative", "fp32"),
         "candidate": _path("CPU", "graph", "fp32"),
@@ -271,10 +276,10 @@ SCHEMA: Dict[str, Any] = {
         "steps": _f(0, int, min=0, max=100, doc="optimizer steps to compare weights after"),
         "batch": _f(64, int, min=1, max=6000),
         "sample_seed": _f(0, int, min=0),
-        "weights_from": _job_ref("align.weights_from"),
+        "weights_from": _job_ref("align.weights_from", CANDIDATE_DOC + "; init: initial weights, never counted"),
     },
     "export": {
-        "from": _job_ref("export.from"),
+        "from": _job_ref("export.from", CANDIDATE_DOC + "; init: initial weights, never counted"),
         "formats": _f(["ckpt", "mindir"], list, item_types=(str,), item_choices=EXPORT_FORMATS),
         "batch_sizes": _f(
             [64, 1, 32],

@@ -124,6 +124,7 @@ class CheckEvent(Envelope, total=False):
     group: str
     format: str
     rank: int
+    subject: str  # what it is about: 'checkpoint:<sha256>', 'recipe:<sha256>', 'initial weights'; absent: no model
 
 
 class ProgressEvent(Envelope, total=False):
@@ -329,6 +330,7 @@ FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
         "group": opt(STR),
         "format": opt(STR),
         "batch_size": opt(INT),
+        "subject": opt(STR),
     },
     "progress": {"done": NUM, "total": NUM, "unit": STR, "phase": opt(STR)},
     "step": {

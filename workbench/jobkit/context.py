@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Optional
 from workbench import __version__
 from workbench.events.protocol import EventWriter
 from workbench.jobkit.config import JobConfig, load_job_config
+from workbench.session.candidate import RECIPE_JOBS, recipe_subject
 from workbench.system.atomic import read_json, sha256_file
 
 
@@ -41,6 +42,8 @@ class JobContext:
         self.events = EventWriter(str(self.dir / events_name), extra=extra)
         self.cancel_requested = False
         self.finished_sent = False
+        # What this job's checks are about (a checkpoint, initial weights, a recipe); every check carries it.
+        self.subject: Optional[str] = recipe_subject(self.cfg) if self.meta.get("kind") in RECIPE_JOBS else None
 
     @property
     def device(self) -> Dict[str, Any]:
@@ -82,7 +85,9 @@ class JobContext:
         hint: Optional[str] = None,
         **extra: Any,
     ) -> Dict[str, Any]:
-        """Emit a check with its evidence level."""
+        """Emit a check with its evidence level and, once the job knows it, its subject."""
+        if self.subject is not None and "subject" not in extra:
+            extra["subject"] = self.subject
         return self.emit(
             "check",
             id=id_,

@@ -21,6 +21,10 @@ from workbench.system.atomic import read_json, sha256_file
 
 CANDIDATE_FILE = "candidate.jsonl"
 INITIAL_WEIGHTS = "initial weights"  # the subject of a check that looked at untrained weights
+CHECKPOINT_PREFIX = "checkpoint:"  # + SHA-256: the subject of a check about one checkpoint file
+RECIPE_PREFIX = "recipe:"  # + recipe_sha256: the subject of a check about a model and its hyperparameters
+INIT_VALUE = "init"  # export.from / align.weights_from: the explicit choice of initial weights
+RECIPE_JOBS = ("train", "overfit", "resume", "precision")  # jobs whose checks are about a recipe
 # The recipe: what a check about "the candidate's model and hyperparameters" (overfit, resume, precision) must share.
 RECIPE_KEYS = (
     ("model", "name"),
@@ -89,6 +93,31 @@ def split_sha256(data: Mapping[str, Any]) -> Optional[str]:
     return _canonical_sha256({"train": train, "val": val, "source_files": files})
 
 
+def checkpoint_subject(sha256: str) -> str:
+    """The subject of a check about one checkpoint file."""
+    return CHECKPOINT_PREFIX + sha256
+
+
+def recipe_subject(cfg: Mapping[str, Any]) -> str:
+    """The subject of a check about a recipe (overfit, resume, precision, a training run's own checks)."""
+    return RECIPE_PREFIX + recipe_sha256(cfg)
+
+
+def subject_label(subject: Any) -> str:
+    """A subject for people: 'checkpoint 3f2a9c1e4b5d', 'recipe 0a1b2c3d4e5f', 'initial weights', 'no subject'."""
+    if not isinstance(subject, str) or not subject:
+        return "no subject"
+    for prefix in (CHECKPOINT_PREFIX, RECIPE_PREFIX):
+        if subject.startswith(prefix):
+            return "%s %s" % (prefix[:-1], subject[len(prefix) : len(prefix) + 12])
+    return subject
+
+
+def is_about(subject: Any, cand: Optional[Candidate]) -> bool:
+    """True when a subject is the candidate's checkpoint or its recipe."""
+    return cand is not None and subject in (checkpoint_subject(cand.sha256), RECIPE_PREFIX + cand.recipe_sha256)
+
+
 def history(session_dir: Path) -> List[Candidate]:
     """Every freeze of the session, oldest first (a torn or damaged line is skipped, never guessed)."""
     path = Path(session_dir) / CANDIDATE_FILE
@@ -142,10 +171,11 @@ def from_run(session_dir: Path, run_dir: Path) -> Dict[str, Any]:
         cfg = read_json(run_dir / "config.json")
     except (OSError, ValueError) as exc:
         raise FreezeError("%s: cannot read the run's effective config (%s)" % (run_dir / "config.json", exc)) from None
+    here = run_dir.parent.parent.resolve() == session_dir.resolve()
     return {
         "sha256": found,
         "checkpoint": os.path.relpath(ckpt, session_dir),
-        "run": run_dir.name,
+        "run": run_dir.name if here else "%s/%s" % (run_dir.parent.parent.name, run_dir.name),
         "epoch": meta.get("epoch") if isinstance(meta.get("epoch"), int) else None,
         "split_sha256": split_sha256(meta.get("data") or {}),
         "recipe_sha256": recipe_sha256(cfg if isinstance(cfg, dict) else {}),

@@ -18,6 +18,8 @@ JID_FORM = "<kind>-NNN like train-001"
 JOB_REF_KEYS = ("data.from", "train.resume_from", "test.from", "align.weights_from", "export.from")
 # Of those, the ones documented to take a checkpoint file too; and data.from a folder holding split.json.
 CKPT_FILE_KEYS = ("export.from", "align.weights_from")
+# Of those, the ones that take `init`: initial weights chosen explicitly (never counted for acceptance).
+INIT_KEYS = ("export.from", "align.weights_from")
 
 
 class BadReference(ValueError):
@@ -46,6 +48,7 @@ def job_ref_expected(key: str) -> str:
         "a job id like train-001, <session>/<job id>, or an absolute path to a job folder"
         + (" or a .ckpt file" if key in CKPT_FILE_KEYS else "")
         + (" or a folder holding split.json" if key == "data.from" else "")
+        + (" or init (initial weights)" if key in INIT_KEYS else "")
     )
 
 
@@ -54,7 +57,7 @@ def check_job_ref(key: str, value: str) -> str:
 
     Returns the value to store (a path with ~ expanded); BadReference says why it is refused.
     """
-    if JID_PATTERN.fullmatch(value):
+    if JID_PATTERN.fullmatch(value) or (value == "init" and key in INIT_KEYS):
         return value
     if value.count("/") == 1 and not value.startswith(("/", "~", ".")):
         sid, jid = value.split("/")

@@ -219,6 +219,15 @@ class SessionStore:
         dirs = [p for p in jobs.iterdir() if (p / "job.json").exists()]
         return sorted(dirs, key=lambda p: (read_json(p / "job.json").get("created", 0), p.name))
 
+    def command(self, *words: str) -> str:
+        """A command line that runs as printed: `ms-workbench WORDS`, with --sessions when this root is not the default."""
+        import shlex
+
+        parts = ["ms-workbench"] + [str(w) for w in words]
+        if self.root.resolve() != sessions_root(None):
+            parts += ["--sessions", str(self.root)]
+        return " ".join(shlex.quote(p) for p in parts)
+
     def find_job(self, ref: str, sid: Optional[str] = None) -> Path:
         """Resolve 'jid' or 'sid/jid' to a job folder under the root (ids only, never a path)."""
         given = ref
