@@ -165,3 +165,66 @@ def test_a_closed_stdout_ends_the_follower_quietly_and_the_job_goes_on(tmp_path)
     (job,) = sessions.glob("*/jobs/drill-001")
     assert JobRunner.wait(job, timeout_s=60)
     assert json.loads((job / "exit.json").read_text())["returncode"] == 0
+
+
+@pytest.mark.parametrize("while_", ["cancelling", "printing the status"])
+def test_a_second_ctrl_c_at_any_moment_ends_without_a_traceback(sessions, tmp_path, wait_for, while_):
+    """The job ends at once on SIGTERM; the second Ctrl+C lands while it is cancelled, or as the status prints."""
+    proc, out, err = start_cli(
+        tmp_path, "run", "drill", "--sessions", sessions, *sets("drill.steps=100000", "drill.rate=200")
+    )
+    try:
+        job_dir = wait_for(lambda: the_job(sessions) if proc.poll() is None else None, 15, what="the job")
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: "cancelling" in err.read_text(), 10, what="cancelling ...")
+        if while_ == "printing the status":
+            wait_for(lambda: (job_dir / "exit.json").exists(), 10, what="the job to end")
+        for _ in range(3):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    text = err.read_text() + out.read_text()
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert code == 1, text
+    assert ("stopped waiting" in text and "drill-001" in text) or "cancelled: stopped on request" in text, text
+    wait_for(lambda: (job_dir / "exit.json").exists(), 15, what="the supervisor to stop the job")
+    assert job_status(job_dir).state == "cancelled"
+
+
+@pytest.mark.parametrize("pipe", ["2>&1 | cat", "| cat", "2>&1 | tee /dev/null"])
+def test_ctrl_c_on_a_piped_run_stops_the_job_it_started(tmp_path, wait_for, pipe):
+    """The terminal's SIGINT reaches the reader of the pipe too: the job is cancelled all the same."""
+    sessions = tmp_path / "sessions"
+    argv = " ".join(
+        shlex.quote(a)
+        for a in cli_argv("run", "drill", "--sessions", sessions, *sets("drill.steps=100000", "drill.rate=200"))
+    )
+    log = tmp_path / "shell.log"
+    with open(str(log), "wb") as fh:
+        shell = subprocess.Popen(
+            ["sh", "-c", "%s %s" % (argv, pipe)],
+            cwd=str(PROJECT_ROOT),
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=fh,
+            start_new_session=True,  # one process group, as a terminal's foreground job
+        )
+    try:
+        job_dir = wait_for(lambda: the_job(sessions), 15, what="the job to start")
+        events = job_dir / "events.jsonl"
+        wait_for(lambda: events.exists() and events.stat().st_size > 2000, 15, what="some steps")
+        os.killpg(shell.pid, signal.SIGINT)
+        wait_for(lambda: (job_dir / "exit.json").exists(), 30, what="the job to be cancelled")
+        shell.wait(timeout=30)
+    finally:
+        try:
+            os.killpg(shell.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert job_status(job_dir).state == "cancelled", job_status(job_dir).label()
+    text = log.read_text()
+    assert "Traceback" not in text and "stdout was closed" not in text, text

@@ -106,6 +106,13 @@ def cmd_run(args) -> int:
         return follow(job_dir, args.json, verbose_steps=args.every)
     except KeyboardInterrupt:
         return _interrupted(job_dir, sid)
+    except BrokenPipeError:
+        # A Ctrl+C on `run … | cat` kills the reader too: its SIGINT may land just after our write failed.
+        try:
+            time.sleep(0.3)
+        except KeyboardInterrupt:
+            return _interrupted(job_dir, sid)
+        raise
 
 
 def _detached_start(job_dir: Path, within_s: float = 10.0) -> int:
@@ -122,30 +129,48 @@ def _detached_start(job_dir: Path, within_s: float = 10.0) -> int:
     return 0
 
 
+def _say(text: str, stream=None, fallback=None) -> None:
+    """Print a line that must not fail: a closed pipe (the reader died with the same Ctrl+C) is silenced."""
+    for out in (stream or sys.stderr, fallback):
+        if out is None:
+            continue
+        try:
+            out.write(text + "\n")
+            out.flush()
+            return
+        except (OSError, ValueError):
+            try:  # the exit flush would fail on it again: point the descriptor at /dev/null
+                os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            except (OSError, ValueError):
+                pass
+
+
 def _interrupted(job_dir: Path, sid: str) -> int:
-    """Ctrl+C on a foreground run: cancel, wait, print the final status and how to resume."""
-    print("\ncancelling %s ... (Ctrl+C again to stop waiting)" % job_dir.name, file=sys.stderr)
+    """Ctrl+C on a foreground run: cancel, wait, print the final status and how to resume.
+
+    From the first Ctrl+C on, SIGINT only counts (a second one stops the waiting, never raises), and
+    the job is cancelled before anything is printed: a pipe that died with the same Ctrl+C cannot
+    stop the cancel.
+    """
     again: List[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: again.append(signum))
-    try:
-        JobRunner.cancel(job_dir)
-        deadline = time.time() + 60
-        while not again and not job_status(job_dir).done and time.time() < deadline:
-            time.sleep(0.1)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    signal.signal(signal.SIGINT, lambda signum, frame: again.append(signum))  # not restored: the process ends
+    JobRunner.cancel(job_dir)
+    _say("\ncancelling %s ... (Ctrl+C again to stop waiting)" % job_dir.name)
+    deadline = time.monotonic() + 60
+    while not again and not job_status(job_dir).done and time.monotonic() < deadline:
+        time.sleep(0.1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a handler is reset at exit; an ignored signal stays ignored
+    status = job_status(job_dir)
     if again:
-        print(
-            "stopped waiting: the supervisor is stopping %s (`ms-workbench watch %s/%s` shows how it ended)"
-            % (job_dir.name, sid, job_dir.name),
-            file=sys.stderr,
+        _say(
+            "stopped waiting: the supervisor is stopping %s, %s now (`ms-workbench watch %s/%s` shows how it ended)"
+            % (job_dir.name, status.label(), sid, job_dir.name)
         )
         return 1
-    status = job_status(job_dir)
-    print("%s: %s (%s)" % (job_dir.name, status.label(), job_dir))
+    _say("%s: %s (%s)" % (job_dir.name, status.label(), job_dir), sys.stdout, sys.stderr)
     resume = resume_command(job_dir, sid)
     if resume:
-        print("state saved; resume with: %s" % resume)
+        _say("state saved; resume with: %s" % resume, sys.stdout, sys.stderr)
     return 1
 
 
@@ -463,12 +488,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             setattr(args, name, None)
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # a command without its own Ctrl+C handling: one line, no traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _say("interrupted; nothing more was done")
+        return 130
     except BrokenPipeError:
         # `run … | head`: the reader went away. A job runs under its own supervisor and goes on;
         # say so on stderr and leave quietly (stdout is pointed at /dev/null so the exit flush is silent).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(
-            "stdout was closed; any job started goes on under its supervisor (see `ms-workbench sessions`)",
-            file=sys.stderr,
-        )
+        _say("stdout was closed; any job started goes on under its supervisor (see `ms-workbench sessions`)")
         return 1
