@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from workbench.analysis.shift import OWN, SETS
 from workbench.session.refs import check_job_ref, job_ref_expected
 
 USER_FILE = Path(os.path.expanduser("~/.config/ms-workbench/config.yaml"))
@@ -27,6 +28,8 @@ CPU_ISA_CAPS = (
     "AVX512_CORE_AMX",
     "ALL",
 )  # ONEDNN_MAX_CPU_ISA values; jobs/train/cpu_isa.py
+SHIFT_SETS = tuple(SETS)
+SHIFT_OWN = OWN
 EXPORT_FORMATS = ("ckpt", "mindir")  # what jobs/export writes; MindSpore Lite is tried whenever it imports
 
 
@@ -105,6 +108,17 @@ def _interpreter(value: str) -> str:
     if shutil.which(value) is None:
         raise ValueError("no %s on PATH" % value)
     return value
+
+
+def _shift_drops(value: Any) -> Any:
+    """A drop in [0, 1] for every set, or {set: drop} naming built-in sets or `own`."""
+    items = value.items() if isinstance(value, dict) else [(None, value)]
+    for key, drop in items:
+        if key is not None and key not in SHIFT_SETS + (SHIFT_OWN,):
+            raise ValueError("%r is not a shift set (known: %s)" % (key, ", ".join(SHIFT_SETS + (SHIFT_OWN,))))
+        if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop <= 1:
+            raise ValueError("%r is not a macro-F1 drop between 0 and 1" % (drop,))
+    return {str(k): float(v) for k, v in value.items()} if isinstance(value, dict) else float(value)
 
 
 def _tolerances_by_batch(value: Dict[Any, Any]) -> Dict[int, float]:
@@ -266,6 +280,24 @@ SCHEMA: Dict[str, Any] = {
         ),
     },
     "test": {"from": _job_ref("test.from", CANDIDATE_DOC)},
+    "shift": {  # new-distribution sets for the frozen candidate (jobs/shift)
+        "from": _f(
+            None,
+            str,
+            nullable=True,
+            check=_existing_dir,
+            expects="an existing folder of images with labels.csv (file,label), or an IDX pair",
+        ),
+        "sets": _f(list(SHIFT_SETS), list, item_types=(str,), item_choices=SHIFT_SETS, doc="built-in shifts to run"),
+        "severities": _f([1, 2, 3, 4, 5], list, item_types=(int,), item_min=1, item_max=5),
+        "per_class": _f(200, int, min=0, max=1000, doc="test images of each class shifted (0 = all 10 000)"),
+        "seed": _f(0, int, min=0, doc="draws the images and every random part of a shift"),
+        "failures": _f(8, int, min=1, max=32, doc="most confident wrong predictions kept per set"),
+        "tolerance": _f(
+            0.05, float, min=0.0, max=1.0, doc="macro-F1 drop within which the scope statement says the model holds"
+        ),
+        "on_bad": _f("error", str, choices=("error", "skip"), doc="an unreadable or unlabelled own image"),
+    },
     "align": {
         "reference": _path("CPU", "pynative", "fp32"),
         "candidate": _path("CPU", "graph", "fp32"),
@@ -343,6 +375,18 @@ SCHEMA: Dict[str, Any] = {
             check=_tolerances_by_batch,
             expects="a mapping batch size -> max abs diff",
             doc="framework: per-batch-size overrides of export_max_abs_diff, e.g. {1: 1e-4}",
+        ),
+        "max_shift_drop": _f(
+            None,
+            float,
+            int,
+            dict,
+            nullable=True,
+            open_dict=True,
+            check=_shift_drops,
+            expects="a macro-F1 drop (every set) or a mapping set -> drop",
+            doc="task: the new-distribution check (largest macro-F1 drop of the shift job's sets at their worst "
+            "severity); null = results shown as information, never as a pass",
         ),
         "min_steady_images_per_s": _f(
             0.0,
