@@ -23,6 +23,7 @@ from workbench.events.protocol import Evidence
 from workbench.jobkit.config import JobConfig
 from workbench.jobkit.context import JobContext, JobFailed
 from workbench.session import candidate as candidates
+from workbench.session.store import SessionStore
 from workbench.system.atomic import sha256_file, write_bytes
 
 FAILURES_NPZ = "failures.npz"
@@ -108,7 +109,7 @@ def _candidate_model(ctx: JobContext) -> Tuple[candidates.Candidate, Path, JobCo
         raise JobFailed(
             "no frozen candidate in session %s: the new-distribution sets evaluate the candidate, never a model "
             "still being chosen" % session_dir.name,
-            hint="ms-workbench freeze --session %s" % session_dir.name,
+            hint=SessionStore(session_dir.parent).command("freeze", session_dir.name),
             type_="NoCandidate",
         )
     ckpt = session_dir / chosen.checkpoint
@@ -154,6 +155,7 @@ def main(ctx: JobContext) -> str:
     net = models.build_net(train_cfg.model.name, train_cfg.model.hidden)
     run_net, prec_info = precision.apply_precision(net, prec)
     loaded = models.load_weights(net, Path(run_dir.parent.parent / chosen.checkpoint), "candidate checkpoint")
+    ctx.subject = candidates.checkpoint_subject(chosen.sha256)  # every check below is about the candidate
     subject = {"sha256": chosen.sha256, "run": chosen.run, "epoch": chosen.epoch}
     ctx.check(
         "checkpoint",
@@ -190,7 +192,7 @@ def main(ctx: JobContext) -> str:
         ctx.progress(done, total, "set", "shift")
         shifted = transforms.apply(name, severity, base, own["seed"])
         probs = run_set(shifted)
-        family, _, _, what = transforms.SHIFTS[name]
+        family = transforms.SHIFTS[name][0]
         rows.append(
             dict(
                 evaluate(labels, probs, clean),
@@ -198,7 +200,7 @@ def main(ctx: JobContext) -> str:
                 family=family,
                 severity=severity,
                 parameter=transforms.parameter(name, severity),
-                parameter_is=what,
+                shift=transforms.describe(name, severity),
             )
         )
         if severity == top:

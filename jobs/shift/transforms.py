@@ -165,6 +165,14 @@ def parameter(name: str, severity: int) -> float:
     return SHIFTS[name][2][severity - 1]
 
 
+def describe(name: str, severity: int) -> str:
+    """The shift at a severity in words, e.g. 'light added 0.2', 'rotated ±30°', 'mirrored left-right'."""
+    if name == "flip":
+        return ("mirrored left-right", "upside down", "turned 180°", "turned 90°", "turned 270°")[severity - 1]
+    value = parameter(name, severity)
+    return "%s %s" % (SHIFTS[name][3], ("%g" % value))
+
+
 def apply(name: str, severity: int, images: np.ndarray, seed: int) -> np.ndarray:
     """Shift `images` (float32 [N, 28, 28] in [0, 1]) by `name` at `severity`; the same seed gives the same pixels."""
     if name not in SHIFTS:

@@ -18,7 +18,13 @@ STYLE = {
     "stalled": "red",
     "cancelled": "yellow",
 }
-SHORT = {"observed-pass": "PASS", "observed-fail": "FAIL", "blocked": "BLOCKED", "not-run": "NOT RUN", "not-required": "NOT REQ"}
+SHORT = {
+    "observed-pass": "PASS",
+    "observed-fail": "FAIL",
+    "blocked": "BLOCKED",
+    "not-run": "NOT RUN",
+    "not-required": "NOT REQ",
+}
 
 
 def badge(status: str) -> Text:
