@@ -6,39 +6,17 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from jobs.common import network
+from jobs.common.network import MODEL_NAMES, NUM_CLASSES  # noqa: F401 (the names jobs use)
 from workbench.jobkit.context import JobFailed
-
-MODEL_NAMES = ("mlp", "cnn")
-NUM_CLASSES = 10
 
 
 def build_net(name: str, hidden: int = 128):
-    """A fresh network by name: `mlp` (the course's 784-hidden-10) or `cnn` (two conv blocks)."""
-    from mindspore import nn
-
-    if name == "mlp":
-        # Same layer order as the course text, so its checkpoints name parameters the same
-        # way: 1.weight, 1.bias, 3.weight, 3.bias.
-        return nn.SequentialCell(nn.Flatten(), nn.Dense(784, hidden), nn.ReLU(), nn.Dense(hidden, NUM_CLASSES))
-    if name == "cnn":
-        # Small on purpose: on a 2-core CPU each conv channel costs step time.
-        return nn.SequentialCell(
-            nn.Conv2d(1, 8, 3, pad_mode="same", has_bias=True),
-            nn.ReLU(),
-            nn.MaxPool2d(2, 2),
-            nn.Conv2d(8, 16, 3, pad_mode="same", has_bias=True),
-            nn.ReLU(),
-            nn.MaxPool2d(2, 2),
-            nn.Flatten(),
-            nn.Dense(16 * 7 * 7, hidden),
-            nn.ReLU(),
-            nn.Dense(hidden, NUM_CLASSES),
-        )
-    raise JobFailed(
-        "model.name is %r; expected one of %s" % (name, ", ".join(MODEL_NAMES)),
-        hint="set model.name to mlp or cnn",
-        type_="ConfigError",
-    )
+    """A fresh network by name (jobs/common/network.py); an unknown name is a ConfigError of the job."""
+    try:
+        return network.build_net(name, hidden)
+    except ValueError as exc:
+        raise JobFailed(str(exc), hint="set model.name to mlp or cnn", type_="ConfigError") from None
 
 
 def count_params(net) -> int:

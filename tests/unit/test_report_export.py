@@ -240,7 +240,7 @@ def test_real_package_verifies_and_holds_code_lock_revision_and_reference(export
         names = set(tar.getnames())
         tar.extractall(str(tmp_path), filter="data")
     for rel in (
-        "reproduce/models.py",
+        "reproduce/model.py",
         "reproduce/requirements.lock",
         "reproduce/revision.json",
         "reproduce/commands.sh",
@@ -254,7 +254,7 @@ def test_real_package_verifies_and_holds_code_lock_revision_and_reference(export
     proc = _sha256sum("manifest.sha256", unpacked)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert _sha256sum("export/session.sha256", tmp_path / sid).returncode == 0
-    assert "def build_net" in (unpacked / "reproduce" / "models.py").read_text()
+    assert "def build_net" in (unpacked / "reproduce" / "model.py").read_text()
     lock = (unpacked / "reproduce" / "requirements.lock").read_text().splitlines()
     assert any(re.match(r"^mindspore==\d", l, re.I) for l in lock) and any(l.startswith("numpy==") for l in lock)
     revision = json.loads((unpacked / "reproduce" / "revision.json").read_text())
@@ -264,7 +264,7 @@ def test_real_package_verifies_and_holds_code_lock_revision_and_reference(export
     )
     text = (unpacked / "report.md").read_text()
     assert "## 11. Reproduce" in text and "Kernel" not in text and "kernel" in text
-    assert "requirements.lock" in text and "reproduce/models.py" in text
+    assert "requirements.lock" in text and "reproduce/model.py" in text
 
 
 def test_training_screenshot_shows_all_ten_classes(exported_real):

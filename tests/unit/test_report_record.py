@@ -253,13 +253,13 @@ def test_reproduce_outside_git_hashes_the_source_tree_and_a_missing_interpreter_
     from workbench.record import reproduce
 
     (tmp_path / "jobs" / "common").mkdir(parents=True)
-    (tmp_path / "jobs" / "common" / "models.py").write_text("def build_net(): pass\n")
+    (tmp_path / "jobs" / "common" / "network.py").write_text("def build_net(): pass\n")
     rev = reproduce.code_revision(tmp_path)
     assert rev["git"] is None and rev["git_unavailable"] and rev["source_files_hashed"] == 1
     assert len(rev["source_tree_sha256"]) == 64
-    (tmp_path / "jobs" / "common" / "models.py").write_text("def build_net(): return 1\n")
+    (tmp_path / "jobs" / "common" / "network.py").write_text("def build_net(): return 1\n")
     assert reproduce.code_revision(tmp_path)["source_tree_sha256"] != rev["source_tree_sha256"]
-    assert reproduce.model_code(tmp_path) == {"jobs/common/models.py": b"def build_net(): return 1\n"}
+    assert reproduce.model_code(tmp_path) == {"jobs/common/network.py": b"def build_net(): return 1\n"}
     gone = reproduce.interpreter_packages(str(tmp_path / "no-python"))
     assert gone["lock"] is None and "FileNotFoundError" in gone["error"]
     assert "# Not listed: FileNotFoundError" in reproduce.lock_text(gone, "sid")

@@ -16,7 +16,7 @@ from workbench import __version__
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("workbench", "jobs", "screens")
 SOURCE_SUFFIXES = (".py", ".tcss")
-MODEL_CODE = ("jobs/common/models.py",)  # the network definition: build_net and the layers it names
+MODEL_CODE = ("jobs/common/network.py",)  # the network definition, standalone (MindSpore and numpy only)
 SUBPROCESS_TIMEOUT_S = 60.0
 # Run by the jobs interpreter: every installed distribution as `name==version`, sorted, one a line.
 LIST_PACKAGES = (
@@ -127,10 +127,11 @@ def interpreter_packages(python: str) -> Dict[str, Any]:
 
 def lock_text(packages: Dict[str, Any], sid: str) -> str:
     """requirements.lock: a header naming the interpreter, then `name==version` lines (or why there are none)."""
-    head = "# Packages of the jobs interpreter %s (Python %s) at the export of session %s.\n" % (
-        packages["python"],
-        packages.get("version") or "?",
-        sid,
+    head = (
+        "# Full lock of the jobs interpreter %s (Python %s) at the export of session %s: a development\n"
+        "# environment (test tools and the workbench itself included), to run the workbench again.\n"
+        "# Loading and running the model needs only export/deliverable/requirements.txt (mindspore, numpy).\n"
+        % (packages["python"], packages.get("version") or "?", sid)
     )
     if packages.get("lock") is None:
         return head + "# Not listed: %s\n" % packages.get("error")

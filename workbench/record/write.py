@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from workbench.events.files import line_blocks
 from workbench.fold.steptable import StepTable
 from workbench.masking.scrub import Scrubber, file_kind, scrub_pairs
-from workbench.record import metrics_csv, reproduce
+from workbench.record import deliverable, lineage, metrics_csv, reproduce
 from workbench.record.collect import FORMAT, collect
 from workbench.record.manifest import (
     IN_MEMORY_LIMIT_BYTES,
@@ -26,6 +26,7 @@ from workbench.record.markdown import appendix
 from workbench.record.markdown import report as markdown
 from workbench.record.markdown import reproduce as reproduce_md
 from workbench.render import svg
+from workbench.session import candidate
 from workbench.session.store import SessionStore
 from workbench.system.atomic import write_bytes, write_json, write_text
 
@@ -186,8 +187,9 @@ def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> D
         ),
     )
     written = {"model_code": [], "reference": []}
-    for rel, data in sorted(reproduce.model_code().items()):
-        path = "%s/%s" % (reproduce_md.PACKAGE, rel.rsplit("/", 1)[-1])
+    code = reproduce.model_code()
+    for data in code.values():
+        path = "%s/model.py" % reproduce_md.PACKAGE  # the standalone network, as in the deliverable
         write_bytes(stage / path, data)
         written["model_code"].append(path)
     for j in report["jobs"]:
@@ -199,6 +201,7 @@ def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> D
                     write_bytes(stage / path, entry.read())
                     written["reference"].append(path)
     report["reproduce"] = rep
+    report["deliverable"] = deliverable.write(stage, report, files, code.get(deliverable.MODEL_SOURCE, b""), lock)
     return written
 
 
@@ -223,6 +226,9 @@ def export_session(
     try:
         scrubber, masked = scrub_session(files, spill)
         report = collect(store, sid, files, scrubber, step_tables=tables)
+        report["candidate"] = lineage.lineage(
+            report, candidate.current(session_dir), len(candidate.history(session_dir))
+        )
         return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots)
     finally:
         for table in tables.values():

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from workbench.events.protocol import Evidence
 from workbench.record.markdown import appendix as ax
 from workbench.record.markdown import summary
+from workbench.record.markdown.candidate import candidate_lines
 from workbench.record.markdown.tables import cell, num, table
 from workbench.record.ranks import parallel_block
 from workbench.render import humanize as h
@@ -188,6 +189,7 @@ class ReportWriter:
         return "\n".join(self.out).rstrip() + "\n"
 
     def first_screen(self) -> None:
+        self.add(*candidate_lines(self.r))
         self.add("## Acceptance", "")
         self.add(*summary.acceptance_lines(self.r.get("acceptance")))
         self.add("## Results", "")

@@ -1,0 +1,74 @@
+"""The opening of report.md: the candidate, its lineage step by step, the hand-over, and what is about other models."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from workbench.record.markdown.tables import table
+from workbench.session.candidate import INITIAL_WEIGHTS
+
+
+def _subject(value: Optional[str]) -> str:
+    if not value:
+        return "-"
+    return value if value == INITIAL_WEIGHTS else "`%s…`" % value[:12]
+
+
+def candidate_lines(report: Dict[str, Any]) -> List[str]:
+    """'## The candidate': who it is, the lineage table, the deliverable (or why none), other models apart."""
+    lineage = report.get("candidate") or {}
+    cand = lineage.get("candidate")
+    sid = report["session"]["id"]
+    made = report.get("deliverable") or {}
+    lines = ["## The candidate", ""]
+    if not cand:
+        lines += [
+            "**No candidate is frozen in this session.** No model here is the one handed over, no verdict is "
+            "about a model, and no deliverable was written. Freeze one with `ms-workbench freeze %s`." % sid,
+            "",
+        ]
+    else:
+        lines += [
+            "**%s epoch %s**, checkpoint SHA-256 `%s` (`%s`); split `%s`, recipe `%s`; freeze %d of %d (%s)."
+            % (
+                cand["run"],
+                cand["epoch"],
+                cand["sha256"],
+                cand["checkpoint"],
+                (cand.get("split_sha256") or "not recorded")[:12],
+                cand["recipe_sha256"][:12],
+                cand["n"],
+                lineage.get("freezes") or cand["n"],
+                cand["reason"],
+            ),
+            "",
+        ]
+        lines += table(
+            ["step", "job", "subject", "verdict", "detail"],
+            [
+                [s["step"], s["job"] or "-", _subject(s["subject"]), s["verdict"], s["detail"]]
+                for s in lineage.get("steps") or []
+            ],
+        )
+        if made.get("written"):
+            lines += [
+                "Hand-over: [deliverable/](deliverable/README.md) holds the candidate's `model.ckpt` and `model.mindir`, "
+                "the standalone `model.py` (MindSpore and numpy only), `classes.json`, the preprocessing, the "
+                "reference inputs with their expected outputs and `requirements.txt`; `python model.py` there checks "
+                "them.",
+                "",
+            ]
+        else:
+            lines += ["No deliverable was written: %s." % (made.get("why") or "the record was rendered without it"), ""]
+    others = lineage.get("other_models") or []
+    if others:
+        lines += [
+            "About other models (not the candidate: their evidence does not count for it and their artefacts are "
+            "not the hand-over):",
+            "",
+        ]
+        lines += table(
+            ["job", "kind", "subject"],
+            [[o["jid"], o["kind"], _subject(o.get("subject")) if o.get("subject") else "not recorded"] for o in others],
+        )
+    return lines
