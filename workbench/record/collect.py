@@ -146,6 +146,7 @@ class JobReader:
                     "detail": ev.get("detail") or "",
                     "hint": ev.get("hint"),
                     "evidence": ev.get("evidence") or {},
+                    "subject": ev.get("subject"),
                 }
                 for ev in fold.check_events
             ],

@@ -68,16 +68,22 @@ def plan(report: Dict[str, Any], files: SessionFiles) -> Dict[str, bytes]:
     lineage = report.get("candidate") or {}
     cand = lineage.get("candidate")
     sid = report["session"]["id"]
+    commands = lineage.get("commands") or {}
     if not cand:
         raise NotDeliverable(
-            "no candidate is frozen in session %s: freeze one with `ms-workbench freeze %s`; "
-            "nothing is handed over until then" % (sid, sid)
+            "no candidate is frozen in session %s: freeze one with `%s`; nothing is handed over until then"
+            % (sid, commands.get("freeze") or "ms-workbench freeze %s" % sid)
         )
     export = (lineage.get("jobs") or {}).get("export")
     if not export:
         raise NotDeliverable(
-            "no export job ran on the candidate (%s, checkpoint %s): run `ms-workbench run export --session %s "
-            "--set export.from=%s`" % (cand["run"], cand["sha256"][:12], sid, cand["run"])
+            "no export job ran on the candidate (%s, checkpoint %s): run `%s`"
+            % (
+                cand["run"],
+                cand["sha256"][:12],
+                commands.get("export")
+                or "ms-workbench run export --session %s --set export.from=%s" % (sid, cand["run"]),
+            )
         )
     ckpt = _read(files, cand["checkpoint"], "the candidate's checkpoint")
     from hashlib import sha256

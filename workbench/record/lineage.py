@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from workbench.session.candidate import INITIAL_WEIGHTS, Candidate
+from workbench.session.candidate import CHECKPOINT_PREFIX, INITIAL_WEIGHTS, Candidate, checkpoint_subject
 
 PASS, FAIL, NOT_RUN = "observed-pass", "observed-fail", "not-run"
 MODEL_KINDS = ("test", "align", "export")  # jobs whose evidence is about one model's weights
+SPLIT_PREFIX = "split:"  # + split_sha256: the subject of the split step
 
 
 def _check(j: Dict[str, Any], cid: str) -> Optional[Dict[str, Any]]:
@@ -21,34 +22,38 @@ def _check(j: Dict[str, Any], cid: str) -> Optional[Dict[str, Any]]:
 
 
 def _written_subject(j: Dict[str, Any]) -> Optional[str]:
-    """A subject the job's checks carry themselves (a checkpoint SHA-256 or `initial weights`)."""
+    """The weights subject the job's checks carry themselves (`checkpoint:<sha256>` or `initial weights`)."""
     for c in j.get("checks") or []:
         subject = c.get("subject")
-        if isinstance(subject, dict):
-            subject = subject.get("sha256") or subject.get("checkpoint_sha256") or subject.get("kind")
-        if isinstance(subject, str) and subject:
+        if isinstance(subject, str) and (subject.startswith(CHECKPOINT_PREFIX) or subject == INITIAL_WEIGHTS):
             return subject
     return None
 
 
 def job_subject(j: Dict[str, Any]) -> Optional[str]:
-    """The weights a test, align or export job looked at: a checkpoint SHA-256, `initial weights`, or None."""
+    """The weights a test, align or export job looked at: `checkpoint:<sha256>`, `initial weights`, or None.
+
+    Jobs recorded before checks carried subjects are read from their evidence: the test's checkpoint
+    check, the export's source check, the align job's init-weights artefact.
+    """
     written = _written_subject(j)
     if written:
         return written
-    kind = j.get("kind")
+    kind, sha = j.get("kind"), None
     if kind == "test":
-        return ((_check(j, "checkpoint") or {}).get("evidence") or {}).get("sha256")
-    if kind == "export":
+        sha = ((_check(j, "checkpoint") or {}).get("evidence") or {}).get("sha256")
+    elif kind == "export":
         evidence = (_check(j, "source") or {}).get("evidence") or {}
         if (evidence.get("source") or {}).get("kind") == "fresh-init":
             return INITIAL_WEIGHTS
-        return evidence.get("sha256")
-    if kind == "align":
+        sha = evidence.get("sha256")
+    elif kind == "align":
         for a in j.get("artifacts") or []:
             if a.get("kind") == "init-weights":
-                return a.get("sha256") if a.get("source") else INITIAL_WEIGHTS
-    return None
+                if not a.get("source"):
+                    return INITIAL_WEIGHTS
+                sha = a.get("sha256")
+    return checkpoint_subject(sha) if isinstance(sha, str) and sha else None
 
 
 def _verdict(j: Dict[str, Any], cid: Optional[str] = None) -> str:
@@ -78,21 +83,36 @@ def _loss_list(j: Dict[str, Any]) -> List[Optional[float]]:
     return [e.get("train_loss") for e in j.get("epochs") or []]
 
 
-def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 0) -> Dict[str, Any]:
-    """The `candidate` section of report.json: the candidate, its lineage steps, other models, measured values."""
+def lineage(
+    report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 0, commands: Optional[Dict[str, str]] = None
+) -> Dict[str, Any]:
+    """The `candidate` section of report.json: the candidate, its lineage steps, other models, measured values.
+
+    `commands` are the next commands as they run from where the record was written ({"freeze", "export"}).
+    """
     jobs = report["jobs"]
+    commands = dict(commands or {})
     if cand is None:
         others = [
             {"jid": j["jid"], "kind": j["kind"], "subject": job_subject(j)} for j in jobs if j["kind"] in MODEL_KINDS
         ]
-        return {"candidate": None, "freezes": 0, "steps": [], "other_models": others, "jobs": {}, "measured": {}}
+        return {
+            "candidate": None,
+            "freezes": 0,
+            "steps": [],
+            "other_models": others,
+            "jobs": {},
+            "measured": {},
+            "commands": commands,
+        }
     by_id = {j["jid"]: j for j in jobs}
     train = by_id.get(cand.run)
-    about = [j for j in jobs if j["kind"] in MODEL_KINDS and job_subject(j) == cand.sha256]
+    mine = checkpoint_subject(cand.sha256)
+    about = [j for j in jobs if j["kind"] in MODEL_KINDS and job_subject(j) == mine]
     others = [
         {"jid": j["jid"], "kind": j["kind"], "subject": job_subject(j)}
         for j in jobs
-        if j["kind"] in MODEL_KINDS and job_subject(j) != cand.sha256
+        if j["kind"] in MODEL_KINDS and job_subject(j) != mine
     ]
     tests = [j for j in about if j["kind"] == "test"]
     aligns = [j for j in about if j["kind"] == "align"]
@@ -106,7 +126,7 @@ def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 
         _step(
             "split",
             data_job or train,
-            cand.split_sha256,
+            SPLIT_PREFIX + cand.split_sha256 if cand.split_sha256 else None,
             str(split_check.get("status")) if split_check else NOT_RUN,
             ("made by %s, reused by %s" % (data_job["jid"], cand.run))
             if data_job
@@ -118,7 +138,7 @@ def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 
         _step(
             "training run",
             train,
-            cand.sha256,
+            mine,
             PASS if train and train.get("state") == "ok" and ckpt and ckpt.get("sha256") == cand.sha256 else FAIL,
             "epoch %s, %s" % (cand.epoch, cand.checkpoint) if train else "%s is not in this record" % cand.run,
         )
@@ -127,7 +147,7 @@ def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 
         _step(
             "freeze",
             None,
-            cand.sha256,
+            mine,
             PASS if ckpt and ckpt.get("sha256") == cand.sha256 else FAIL,
             "freeze %d of %d: %s" % (cand.n, max(history_n, cand.n), cand.reason),
         )
@@ -136,20 +156,20 @@ def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 
         _step(
             "test",
             test,
-            cand.sha256 if test else None,
+            mine if test else None,
             _verdict(test, "test-evaluations") if test else NOT_RUN,
             "accuracy %s, macro-F1 %s on the test set" % _metrics(test) if test else "no test job on the candidate",
         )
     )
     for j in aligns:
-        steps.append(_step("alignment", j, cand.sha256, _verdict(j), str(j.get("label"))))
+        steps.append(_step("alignment", j, mine, _verdict(j), str(j.get("label"))))
     if not aligns:
         steps.append(_step("alignment", None, None, NOT_RUN, "no align job on the candidate's weights"))
     steps.append(
         _step(
             "export",
             export,
-            cand.sha256 if export else None,
+            mine if export else None,
             _verdict(export, "mindir-load") if export else NOT_RUN,
             ("checkpoint and MindIR, %s" % export.get("label")) if export else "no export job on the candidate",
         )
@@ -160,7 +180,7 @@ def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 
         _step(
             "reference outputs",
             export if logits else None,
-            cand.sha256 if logits else None,
+            mine if logits else None,
             _verdict(export, "reference") if export and logits else NOT_RUN,
             ("logits %s, inputs %s" % (logits["session_path"], (inputs or {}).get("session_path")))
             if logits
@@ -188,6 +208,7 @@ def lineage(report: Dict[str, Any], cand: Optional[Candidate], history_n: int = 
             "export": export["jid"] if export else None,
         },
         "measured": measured,
+        "commands": commands,
     }
 
 

@@ -226,9 +226,11 @@ def export_session(
     try:
         scrubber, masked = scrub_session(files, spill)
         report = collect(store, sid, files, scrubber, step_tables=tables)
-        report["candidate"] = lineage.lineage(
-            report, candidate.current(session_dir), len(candidate.history(session_dir))
-        )
+        cand = candidate.current(session_dir)
+        commands = {"freeze": store.command("freeze", sid)}
+        if cand is not None:
+            commands["export"] = store.command("run", "export", "--session", sid, "--set", "export.from=%s" % cand.run)
+        report["candidate"] = lineage.lineage(report, cand, len(candidate.history(session_dir)), commands)
         return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots)
     finally:
         for table in tables.values():

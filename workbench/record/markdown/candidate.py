@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from workbench.record.lineage import SPLIT_PREFIX
 from workbench.record.markdown.tables import table
-from workbench.session.candidate import INITIAL_WEIGHTS
+from workbench.session.candidate import subject_label
 
 
 def _subject(value: Optional[str]) -> str:
     if not value:
         return "-"
-    return value if value == INITIAL_WEIGHTS else "`%s…`" % value[:12]
+    if value.startswith(SPLIT_PREFIX):
+        return "split %s" % value[len(SPLIT_PREFIX) : len(SPLIT_PREFIX) + 12]
+    return subject_label(value)
 
 
 def candidate_lines(report: Dict[str, Any]) -> List[str]:
@@ -24,7 +27,8 @@ def candidate_lines(report: Dict[str, Any]) -> List[str]:
     if not cand:
         lines += [
             "**No candidate is frozen in this session.** No model here is the one handed over, no verdict is "
-            "about a model, and no deliverable was written. Freeze one with `ms-workbench freeze %s`." % sid,
+            "about a model, and no deliverable was written. Freeze one with `%s`."
+            % ((lineage.get("commands") or {}).get("freeze") or "ms-workbench freeze %s" % sid),
             "",
         ]
     else:
