@@ -18,6 +18,7 @@ import numpy as np
 
 from jobs.common import datafeed, models, msdevice, precision
 from jobs.shift import own_images, transforms
+from workbench.analysis import shift as shiftmod
 from workbench.analysis.metrics import metrics_report
 from workbench.events.protocol import Evidence
 from workbench.jobkit.config import JobConfig
@@ -228,6 +229,17 @@ def main(ctx: JobContext) -> str:
         }
     ctx.progress(total, total, "set", "shift")
     eval_s = time.perf_counter() - t0
+    summary = {"clean": clean, "sets": rows}
+    limits = shiftmod.drop_limits(ctx.cfg.acceptance.max_shift_drop, [r["set"] for r in rows])
+    if limits:
+        ok, lines = shiftmod.judge(summary, limits)
+        ctx.check(
+            "new-distribution",
+            "new-distribution macro-F1 drop",
+            Evidence.PASS if ok else Evidence.FAIL,
+            "; ".join(lines),
+            evidence={"limits": limits, "worst_drop": {k: r["drop"] for k, r in shiftmod.worst(summary).items()}},
+        )
 
     npz = ctx.artifacts / FAILURES_NPZ
     tmp = npz.with_name(".%s.tmp.npz" % npz.stem)

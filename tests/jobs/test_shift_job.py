@@ -71,10 +71,17 @@ def test_without_a_frozen_candidate_the_job_stops_and_names_the_freeze_command(f
 
 
 def test_the_candidate_on_built_in_shifts(frozen):
-    proc = run_job(frozen["root"], frozen["sid"], "shift", *SMALL)
+    limits = "acceptance.max_shift_drop={inverted: 0.0, rotate: 1.0}"
+    proc = run_job(frozen["root"], frozen["sid"], "shift", *SMALL, limits)
     job_dir = newest(frozen["root"], frozen["sid"], "shift")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = result_of(job_dir)
+    judged = [
+        e for e in read_all(str(job_dir / "events.jsonl")) if e["type"] == "check" and e["id"] == "new-distribution"
+    ]
+    assert len(judged) == 1 and judged[0]["status"] == "observed-fail"
+    assert "inverted: worst drop" in judged[0]["detail"] and "over limit 0.000" in judged[0]["detail"]
+    assert "rotate: worst drop" in judged[0]["detail"] and "within limit 1.000" in judged[0]["detail"]
     cand = json.loads((frozen["root"] / frozen["sid"] / "candidate.jsonl").read_text().splitlines()[-1])
     assert result["subject"]["sha256"] == cand["sha256"]
     checks = [e for e in read_all(str(job_dir / "events.jsonl")) if e["type"] == "check"]
@@ -130,6 +137,8 @@ def test_own_images_a_bad_file_stops_everything_by_default_and_is_listed_when_sk
     proc = run_job(frozen["root"], frozen["sid"], "shift", *SMALL, "shift.from=%s" % folder, "shift.on_bad=skip")
     job_dir = newest(frozen["root"], frozen["sid"], "shift")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    events = read_all(str(job_dir / "events.jsonl"))
+    assert not [e for e in events if e["type"] == "check" and e["id"] == "new-distribution"]  # no limit: no verdict
     own = result_of(job_dir)["own"]
     assert own["n"] == 6 and sorted(own["inverted"]) == ["img0.png", "img1.png"]
     assert {s["file"] for s in own["skipped"]} == {"broken.png", "nolabel.png"}

@@ -21,6 +21,11 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
         "ms-workbench run test --set test.from={train}",
         "t on the Training screen",
     ),
+    "new-distribution": (
+        "the candidate on the new-distribution sets (acceptance.max_shift_drop)",
+        "ms-workbench run shift",
+        "n on the Training screen",
+    ),
     "data.": ("the data job's contract checks", "ms-workbench run data", "r on the Data screen"),
     "finite-loss": ("a training run", "ms-workbench run train", "s on the Training screen"),
     "effective-config": (

@@ -459,6 +459,8 @@ def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dic
 
     task = LayerJudge("task", dev, train_jid)
     judge_task(task, model, list(cfg.get("task_checks") or []), cfg, compare_cfg)
+    if cfg.get("max_shift_drop") is not None:  # unset: the shift results are information, never a pass
+        judge_job_check(task, model, "shift:new-distribution", cfg)
 
     framework = LayerJudge("framework", dev, train_jid)
     for spec in cfg.get("framework_checks") or []:

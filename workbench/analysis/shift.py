@@ -64,16 +64,11 @@ def scope(result: Mapping[str, Any]) -> Dict[str, List[str]]:
     for name, row in worst(result).items():
         what = SETS.get(name, (name, "images like the user's own set"))[1]
         if row["drop"] <= tolerance:
-            top = "" if name == OWN else " up to severity %d" % row["severity"]
-            holds.append("%s%s: macro-F1 within %.2f of the clean images" % (name.replace("_", " "), top, tolerance))
+            every = "" if name == OWN else " at every severity evaluated"
+            holds.append("%s: macro-F1 within %.2f of the clean images%s" % (name.replace("_", " "), tolerance, every))
             continue
         first = _first_breaking(result, name, tolerance) or row
-        at = (
-            ""
-            if name == OWN
-            else " from severity %d (%s %s)"
-            % (first["severity"], first.get("parameter_is", "parameter"), _num(first.get("parameter")))
-        )
+        at = "" if name == OWN else " from severity %d (%s)" % (first["severity"], first.get("shift", "?"))
         breaks.append(
             "%s: macro-F1 %s → %s%s — not for %s"
             % (name.replace("_", " "), _num(clean), _num(first.get("macro_f1")), at, what)
