@@ -31,6 +31,8 @@ FIELDS = {
     "mean_abs",
     "mismatch_ratio",
     "worst_index",
+    "worst_rule",
+    "max_abs_index",
     "worst",
     "cosine",
     "nan_ref",
@@ -335,3 +337,12 @@ def test_histogram_single_value_and_all_equal():
     assert equal == {"edges": [], "counts": [], "zeros": 4, "nonfinite": 0}
     with pytest.raises(ValueError, match="shape mismatch"):
         histogram_abs_diff(np.ones(3), np.ones(4))
+
+
+def test_the_largest_abs_difference_is_indexed_apart_from_the_worst_excess():
+    # element 0 differs most in absolute terms but is inside its (relative) tolerance; element 1 is the mismatch
+    ref, cand = f32([1000.0, 1.0]), f32([1000.5, 1.1])
+    result = as_json(diff_tensors("t", ref, cand, atol=1e-5, rtol=1e-3))
+    assert not result["passed"]
+    assert result["max_abs_index"] == [0] and result["max_abs"] == pytest.approx(0.5)
+    assert result["worst_index"] == [1]

@@ -310,7 +310,7 @@ def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
     (store.root / sid / "jobs" / "train-001" / "events.jsonl").write_text("\n".join(events) + "\n")
     report = collect(store, sid)
     assert report["jobs"][0]["seq_problems"] == [] and report["jobs"][0]["missing_seq"] == []
-    throughput = markdown.render(report).split("## Throughput")[1].split("## Blocked")[0]
+    throughput = markdown.render(report).split("## Throughput")[1].split("## Failed, blocked")[0]
     assert (
         "timed 3 times after training: median step 4.5 ms, 12 800 images/s to 16 000 images/s (spread 22 %)"
         in throughput
@@ -333,7 +333,7 @@ def test_the_recorded_parallel_run_lists_both_ranks(tmp_path):
     assert [r["rank"] for r in par["ranks"]] == [0, 1] and par["effective_batch"] == 64
     text = markdown.render(report)
     assert "| 0 | 1 569 images/s |" in text and "| 1 | 1 655 images/s |" in text
-    throughput = text.split("## Throughput")[1].split("## Blocked")[0]
+    throughput = text.split("## Throughput")[1].split("## Failed, blocked")[0]
     assert "train-001 rank 0" in throughput and "train-001 rank 1" in throughput
 
 

@@ -157,6 +157,9 @@ def _empty_result(
         "mean_abs": None,
         "mismatch_ratio": None,
         "worst_index": None,
+        "worst_rule": "the element furthest over its tolerance (non-finite mismatches first); "
+        "without a mismatch, the largest |diff|",
+        "max_abs_index": None,
         "worst": None,
         "cosine": None,
         "nan_ref": None,
@@ -274,6 +277,9 @@ def diff_tensors(
         flat_worst = int(np.argmax(np.where(finite, abs_diff, -1.0)))
     else:
         flat_worst = None
+    if finite.any():  # the largest |diff| itself, which the worst-by-excess element need not be
+        flat_max = int(np.argmax(np.where(finite, abs_diff, -1.0)))
+        result["max_abs_index"] = [int(i) for i in np.unravel_index(flat_max, ref_arr.shape)]
     if flat_worst is not None:
         result["worst_index"] = [int(i) for i in np.unravel_index(flat_worst, ref_arr.shape)]
         result["worst"] = {"ref": _num(r[flat_worst]), "cand": _num(c[flat_worst])}

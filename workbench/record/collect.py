@@ -252,6 +252,7 @@ def collect(
     for d in job_dirs:
         reader = JobReader(files, d, scrub, spool_steps=step_tables is not None)
         jobs.append(reader.read())
+        jobs[-1]["legs"] = leg_steps(files, session_dir, reader.jid, scrub)
         model.add(reader.fold)
         if step_tables is not None:
             step_tables[reader.jid] = reader.table
@@ -481,10 +482,37 @@ def export_record(j: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def other_record(j: Dict[str, Any]) -> Dict[str, Any]:
-    """A job of a kind without its own section (drill, or a kind this version does not know)."""
+    """A job of a kind without its own section (drill, overfit, resume, precision, or a kind this version does not
+    know); a job that runs `train` legs counts the steps of each leg (its own events hold none)."""
     rec = _common(j)
-    rec.update({"kind": j["kind"], "steps_recorded": j["steps"]["recorded"], "perf": j["perf"]})
+    legs = j.get("legs") or []
+    rec.update(
+        {
+            "kind": j["kind"],
+            "steps_recorded": j["steps"]["recorded"],
+            "perf": j["perf"],
+            "legs": legs,
+            "leg_steps": sum(leg["steps"] for leg in legs),
+        }
+    )
     return rec
+
+
+def leg_steps(files: SessionFiles, session_dir: Path, jid: str, scrub: Scrubber) -> List[Dict[str, Any]]:
+    """[{leg, steps, state}] of each `legs/NAME/events.jsonl` of a job, folded like a job (steps of every rank)."""
+    prefix = "jobs/%s/legs/" % jid
+    names = sorted(
+        {e.rel[len(prefix) :].split("/")[0] for e in files.under(prefix.rstrip("/")) if e.rel.endswith("/events.jsonl")}
+    )
+    out = []
+    for name in names:
+        entry = files.get(prefix + name + "/events.jsonl")
+        fold = JobRecord(jid + "/" + name, "train", 0.0, session_dir / "jobs" / jid / "legs" / name)
+        read_events(fold, "events.jsonl", entry.chunks() if entry is not None else b"", scrub.report_obj)
+        out.append(
+            {"leg": name, "steps": fold.steps_seen, "state": (fold.finished or {}).get("status") or "no finished event"}
+        )
+    return out
 
 
 def checks_section(jobs: List[Dict[str, Any]]) -> Dict[str, Any]:

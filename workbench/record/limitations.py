@@ -103,6 +103,22 @@ def _where(run: Dict[str, Any], test: Optional[Dict[str, Any]], names: Sequence[
     return out
 
 
+def reduced_precision_runs(report: Dict[str, Any]) -> List[str]:
+    """Which runs trained in a precision other than fp32: train jobs by their config, precision jobs whose
+    candidate leg finished (their check precision-run compared both legs: observed-pass or observed-fail)."""
+    out = []
+    for r in report["training"]["runs"]:
+        precision = str(((r.get("config") or {}).get("train") or {}).get("precision") or "fp32")
+        if precision != "fp32":
+            out.append("%s (%s)" % (r["jid"], precision))
+    for j in report["jobs"]:
+        for c in j["checks"]:
+            ev = c.get("evidence") if isinstance(c.get("evidence"), dict) else {}
+            if c.get("id") == "precision-run" and c.get("status") in (Evidence.PASS, Evidence.FAIL):
+                out.append("%s (%s leg)" % (j["jid"], ev.get("candidate") or "candidate"))
+    return out
+
+
 def not_verified_here(report: Dict[str, Any]) -> List[str]:
     """Short sentences: what this session did not establish (device, Lite, precision, repeats …)."""
     jobs = report["jobs"]
@@ -122,11 +138,11 @@ def not_verified_here(report: Dict[str, Any]) -> List[str]:
             "No MindSpore Lite load: the MindIR was %s in MindSpore Lite."
             % ("not loaded" if not lite else "not loaded successfully (%s)" % lite[-1].get("status"))
         )
-    precisions = {
-        str(((r.get("config") or {}).get("train") or {}).get("precision") or "fp32") for r in report["training"]["runs"]
-    }
-    if precisions <= {"fp32"}:
-        out.append("No training run in a reduced precision (fp16/bf16): only fp32 was trained.")
+    if not reduced_precision_runs(report):
+        out.append(
+            "No training run in a reduced precision (fp16, amp-O1, amp-O2): only fp32 was trained "
+            "(no train run and no precision job's candidate leg in another precision)."
+        )
     if report["training"]["runs"] and not any(p.get("repeats") for p in report["performance"]):
         out.append("Timings come from one run: run-to-run variation is not measured (perf.repeats).")
     if not any(j["kind"] == "serve" for j in jobs):

@@ -72,6 +72,12 @@ def checks_md(jobs: Sequence[Dict[str, Any]]) -> str:
     )
 
 
+INDEX_MEANS = (
+    "'max abs at' is the index of the largest |cand − ref|; 'worst excess at' is the element furthest over its "
+    "tolerance (largest |cand − ref| − (atol + rtol·|ref|), a non-finite mismatch first), which can be another one."
+)
+
+
 def tensors_md(alignment: Dict[str, Any]) -> str:
     """Every tensor comparison of every alignment job."""
     body: List[str] = []
@@ -83,13 +89,26 @@ def tensors_md(alignment: Dict[str, Any]) -> str:
             "",
         ]
         body += table(
-            ["tensor", "shape", "dtype", "max abs", "max rel", "mismatch", "atol", "rtol", "worst index", "result"],
+            [
+                "tensor",
+                "shape",
+                "dtype",
+                "max abs",
+                "max abs at",
+                "max rel",
+                "mismatch",
+                "atol",
+                "rtol",
+                "worst excess at",
+                "result",
+            ],
             [
                 (
                     d.get("name"),
                     d.get("shape"),
                     d.get("dtype"),
                     h.sci(d.get("max_abs")),
+                    d.get("max_abs_index") if d.get("max_abs_index") is not None else "not recorded",
                     h.sci(d.get("max_rel")),
                     h.percent(d.get("mismatch_ratio"), 2),
                     h.sci(d.get("atol")),
@@ -102,7 +121,7 @@ def tensors_md(alignment: Dict[str, Any]) -> str:
         )
     return _doc(
         "Tensor comparisons",
-        "A tensor passes when every element satisfies %s." % alignment["formula"],
+        "A tensor passes when every element satisfies %s. %s" % (alignment["formula"], INDEX_MEANS),
         body or ["No alignment job."],
     )
 
@@ -116,7 +135,14 @@ def epoch_measures(row: Dict[str, Any], epoch: Dict[str, Any], first: bool) -> s
         parts.append("all of them: compile and warm-up were in epoch 1")
     batch, samples = row.get("batch_size"), epoch.get("samples")
     if isinstance(batch, int) and isinstance(samples, int) and batch and samples % batch:
-        parts.append("its last, short batch of %d images included" % (samples % batch))
+        short = samples % batch
+        recompiled = [r for r in row.get("recompile") or [] if isinstance(r, dict) and r.get("batch_size") == short]
+        parts.append(
+            "its last, short batch of %d images excluded (it recompiled the graph at step %s)"
+            % (short, recompiled[0].get("global_step"))
+            if recompiled
+            else "its last, short batch of %d images included" % short
+        )
     return ", ".join(parts)
 
 

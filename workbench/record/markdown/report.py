@@ -148,6 +148,21 @@ def per_class_rows(run: Dict[str, Any], test: Optional[Dict[str, Any]]) -> List[
     return rows
 
 
+def other_job_line(o: Dict[str, Any]) -> str:
+    """'Other job resume-001 (resume): ok, its train legs recorded 80 steps (first 32, full 32, resumed 16).'"""
+    legs = o.get("legs") or []
+    if not legs:
+        return "Other job %s (%s): %s, %d steps recorded." % (o["jid"], o["kind"], o["label"], o["steps_recorded"])
+    return "Other job %s (%s): %s, its train legs recorded %s steps (%s)%s." % (
+        o["jid"],
+        o["kind"],
+        o["label"],
+        h.count(o.get("leg_steps")),
+        ", ".join("%s %s" % (leg["leg"], h.count(leg["steps"])) for leg in legs),
+        (", %d in its own events" % o["steps_recorded"]) if o["steps_recorded"] else "",
+    )
+
+
 class ReportWriter:
     """Builds report.md from the collected dict and the list of files the export wrote."""
 
@@ -196,8 +211,8 @@ class ReportWriter:
         self.add(*summary.metrics_lines(self.r["training"]))
         self.add("## Throughput", "")
         self.add(*summary.throughput_lines(self.r["performance"]))
-        self.add("## Blocked, and the next command", "")
-        self.add(*summary.blocked_lines(self.r), "")
+        self.add("## Failed, blocked, and the next command", "")
+        self.add(*summary.blocked_lines(self.r))
 
     def session(self) -> None:
         s = self.r["session"]
@@ -243,9 +258,7 @@ class ReportWriter:
             )
         )
         for o in self.r["other_jobs"]:
-            self.add(
-                "Other job %s (%s): %s, %d steps recorded." % (o["jid"], o["kind"], o["label"], o["steps_recorded"]), ""
-            )
+            self.add(other_job_line(o), "")
 
     def limitations(self) -> None:
         lim = self.r.get("limitations") or {}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from workbench.acceptance.how import how_to_produce
+from workbench.acceptance.performance import NOT_REQUIRED
 
 from workbench.events.protocol import Evidence
 from workbench.record.markdown.tables import table
@@ -91,6 +94,15 @@ def _best_val(run: Dict[str, Any]) -> Dict[str, Any]:
     return (run.get("best_epoch") or {}).get("val") or {}
 
 
+def val_images(val: Dict[str, Any]) -> Optional[int]:
+    """Images the validation metrics were computed on: the per-class supports summed (None when not recorded)."""
+    for key in ("samples", "n"):
+        if isinstance(val.get(key), int):
+            return val[key]
+    supports = [c.get("support") for c in val.get("per_class") or [] if isinstance(c, dict)]
+    return sum(supports) if supports and all(isinstance(x, int) for x in supports) else None
+
+
 def metrics_lines(training: Dict[str, Any]) -> List[str]:
     """Best validation and frozen-test metrics side by side, with the definitions under the table."""
     runs, tests = training["runs"], training["tests"]
@@ -106,7 +118,7 @@ def metrics_lines(training: Dict[str, Any]) -> List[str]:
                 h.ratio(val.get("accuracy")),
                 h.ratio(val.get("macro_f1")),
                 h.loss(best.get("train_loss")),
-                h.count(best.get("samples")),
+                h.count(val_images(val)),
             )
         )
     for t in tests:
@@ -121,7 +133,7 @@ def metrics_lines(training: Dict[str, Any]) -> List[str]:
                 h.count(t.get("samples")),
             )
         )
-    lines = table(["measured on", "accuracy", "macro-F1", "train loss", "images"], rows)
+    lines = table(["measured on", "accuracy", "macro-F1", "train loss", "images measured"], rows)
     zero = next((t["zero_division"] for t in tests if t.get("zero_division")), None)
     lines += [
         "Definitions: %s. Zero-division rule%s: %s. The %s."
@@ -189,26 +201,88 @@ def throughput_lines(perf_rows: Sequence[Dict[str, Any]]) -> List[str]:
     return lines + [""]
 
 
-def blocked_lines(report: Dict[str, Any]) -> List[str]:
-    """What is blocked or missing, each with the command or key that would produce it."""
-    acc = report.get("acceptance") or {}
-    rows = []
+def _required(acc: Dict[str, Any]) -> List[Tuple[Any, str]]:
+    """(job, check) of every check a layer of the acceptance judged (its deciding rows)."""
+    out = []
     for layer in acc.get("layers") or []:
+        for d in layer.get("deciding") or []:
+            if d.get("level") != NOT_REQUIRED:
+                out.append((d.get("job"), str(d.get("check") or "")))
+    return out
+
+
+def _is_required(check: Dict[str, Any], required: List[Tuple[Any, str]]) -> bool:
+    cid = str(check.get("id"))
+    for job, rid in required:
+        if job != check.get("jid"):
+            continue
+        if rid == cid or rid.endswith(":" + cid) or (cid == "alignment" and rid.startswith("align:")):
+            return True
+    return False
+
+
+def _rerun(check: Dict[str, Any], kind: str, sid: str) -> str:
+    """The job again with its own effective config (as recorded in the session folder), in the same session."""
+    jid = str(check.get("jid"))
+    return "ms-workbench run %s --session %s --config sessions/%s/jobs/%s/config.yaml" % (
+        kind or jid.rsplit("-", 1)[0],
+        sid,
+        sid,
+        jid,
+    )
+
+
+def blocked_lines(report: Dict[str, Any]) -> List[str]:
+    """What did not pass, in three lists: required checks failed, required evidence blocked or missing, checks no
+    acceptance layer requires (said so); each with a complete command that would produce it again. No text is cut."""
+    acc = report.get("acceptance") or {}
+    target = str((acc.get("target") or {}).get("device") or "CPU")
+    kinds = {j["jid"]: j["kind"] for j in report.get("jobs") or []}
+    runs = report["training"]["runs"]
+    train = runs[-1]["jid"] if runs else None
+    required = _required(acc)
+    failed, missing, optional = [], [], []
+    for layer in acc.get("layers") or []:
+        for d in layer.get("deciding") or []:
+            if d.get("level") == Evidence.FAIL:
+                how = how_to_produce(str(d.get("check")).split(":")[-1], kinds.get(d.get("job"), ""), train, target)
+                failed.append(
+                    "- %s (%s layer, %s): %s. Next: `%s`"
+                    % (
+                        d.get("check"),
+                        layer.get("layer"),
+                        d.get("job") or "-",
+                        str(d.get("detail") or ("%s%s" % (d.get("level"), _value(d)))).rstrip("."),
+                        how["command"],
+                    )
+                )
         for m in layer.get("missing") or []:
-            how = m.get("command") or ("set `%s`" % m["key"] if m.get("key") else "-")
-            rows.append(
-                "- %s (%s layer): `%s`" % (m.get("what"), layer.get("layer"), how)
-                if m.get("command")
-                else "- %s (%s layer): %s" % (m.get("what"), layer.get("layer"), how)
+            if m.get("command"):
+                how = "`%s`%s" % (m["command"], (" (TUI: %s)" % m["key"]) if m.get("key") else "")
+            else:
+                how = "set `%s`" % m["key"] if m.get("key") else "no command recorded"
+            missing.append("- %s (%s layer): %s" % (m.get("what"), layer.get("layer"), how))
+    for c in report["checks"]["not_passed"]:
+        if c.get("status") not in (Evidence.FAIL, Evidence.BLOCKED) or _is_required(c, required):
+            continue
+        optional.append(
+            "- %s %s (%s), not required by the acceptance: %s. Again, with its own config: `%s`"
+            % (
+                c.get("id"),
+                c.get("status"),
+                c.get("jid"),
+                str(c.get("reason") or "no reason recorded").rstrip("."),
+                _rerun(c, kinds.get(c.get("jid"), ""), str(report["session"]["id"])),
             )
-    for c in report["checks"]["not_passed"]:
-        if c.get("status") == Evidence.BLOCKED and c.get("hint"):
-            rows.append("- %s blocked (%s): %s" % (c.get("id"), c.get("jid"), str(c["hint"])[:200]))
-    for c in report["checks"]["not_passed"]:
-        if c.get("status") == Evidence.FAIL:
-            rows.append("- %s failed (%s): %s" % (c.get("id"), c.get("jid"), str(c.get("reason") or "")[:160]))
-    for j in report["jobs_not_ok"]:
-        rows.append("- %s %s: see section 10 and its stderr.log." % (j["jid"], j["label"]))
-    return rows[:12] + ([] if len(rows) <= 12 else ["- … %d more in appendix/checks.md" % (len(rows) - 12)]) or [
-        "Nothing is blocked and no check failed."
-    ]
+        )
+    jobs = ["- %s %s: see section 10 and its stderr.log." % (j["jid"], j["label"]) for j in report["jobs_not_ok"]]
+    lines: List[str] = []
+    for title, rows in (
+        ("Required, failed", failed),
+        ("Required, blocked or not run yet", missing),
+        ("Not required (failed or blocked; they do not decide the verdict)", optional),
+        ("Jobs that did not end ok", jobs),
+    ):
+        if rows:
+            lines += ["**%s**" % title, ""] + rows + [""]
+    return lines or ["Nothing is blocked and no check failed."]
