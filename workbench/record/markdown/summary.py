@@ -6,7 +6,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from workbench.acceptance.how import how_to_produce
 from workbench.acceptance.performance import NOT_REQUIRED
-
 from workbench.events.protocol import Evidence
 from workbench.record.markdown.tables import table
 from workbench.render import humanize as h
