@@ -15,7 +15,7 @@ from tests.fixtures.sessions import variants
 from tests.ui.recorded import until, wait_ingested
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
-from workbench.fold.session import fold_session
+from workbench.fold.stream import fold_session
 from workbench.session.store import SessionStore
 
 

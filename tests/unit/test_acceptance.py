@@ -15,7 +15,7 @@ from workbench.acceptance.performance import NOT_REQUIRED
 from workbench.acceptance.verdict import CPU_DEVICE_SUMMARY, evaluate
 from workbench.config.layers import defaults
 from workbench.events.protocol import Evidence
-from workbench.fold.session import fold_session
+from workbench.fold.stream import fold_session
 from workbench.record.collect import collect
 from workbench.session.store import SessionStore
 

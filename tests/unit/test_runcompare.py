@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from workbench.compare.inputs import compare_dirs, fold_job, run_test_evaluations
+from workbench.compare.inputs import compare_dirs, fold_run, run_test_evaluations
 from workbench.compare.runs import (
     Tolerances,
     class_deltas,
@@ -37,7 +37,7 @@ def events(job: Path, kind: str):
 
 @pytest.fixture(scope="module")
 def pair():
-    return fold_job(RUN_A), fold_job(RUN_B)
+    return fold_run(RUN_A), fold_run(RUN_B)
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_same_config_on_another_device_is_cross_device_evidence(pair, tests_ab, 
             ev["device"] = {"requested": "Ascend", "resolved": "Ascend", "id": 0, "why": "set in config"}
         lines.append(json.dumps(ev))
     (board / "events.jsonl").write_text("\n".join(lines) + "\n")
-    result = compare_runs(pair[0], fold_job(board), LOOSE, tests_ab[0], tests_ab[0])
+    result = compare_runs(pair[0], fold_run(board), LOOSE, tests_ab[0], tests_ab[0])
     assert [d["key"] for d in result["config_diff"]] == ["device.target"]
     assert result["environment"]["diff"][0] == {"item": "device", "a": "CPU:0", "b": "Ascend:0"}
     evidence = cross_device_evidence(result)

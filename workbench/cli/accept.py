@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 
 from workbench.acceptance.verdict import evaluate, exit_code
 from workbench.config.layers import ConfigError, load
-from workbench.fold.session import fold_session
+from workbench.fold.stream import fold_session
 from workbench.session.refs import BadReference
 from workbench.session.store import SessionStore, sessions_root
 

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.compare.runs import Tolerances, compare_runs
-from workbench.events.protocol import EventReader
 from workbench.fold.record import JobRecord
+from workbench.fold.steptable import StepTable
+from workbench.fold.stream import fold_job
 from workbench.session.refs import BadReference
 from workbench.session.store import SessionStore, job_status
 from workbench.system.atomic import read_json, write_json, write_text
@@ -39,26 +40,9 @@ def resolve_run(store: SessionStore, ref: str) -> Path:
     return found
 
 
-def fold_job(job_dir: Path, keep_steps: bool = True) -> JobRecord:
-    """The JobRecord of a job folder, every events file read once, with its status."""
-    job_dir = Path(job_dir)
-    try:
-        spec = read_json(job_dir / "job.json")
-    except (OSError, ValueError):
-        spec = {}
-    created = spec.get("created") if isinstance(spec, dict) else None
-    rec = JobRecord(
-        job_dir.name,
-        str(spec.get("kind") or job_dir.name.rsplit("-", 1)[0]),
-        float(created) if type(created) in (int, float) else 0.0,
-        job_dir,
-        keep_steps=keep_steps,
-    )
-    reader = EventReader(str(job_dir / "events.jsonl"))
-    rec.ingest_lines(reader.read_lines())
-    rec.note_torn_tail(reader.pending_bytes)
-    rec.status = job_status(job_dir, events=[rec.finished] if rec.finished else [])
-    return rec
+def fold_run(job_dir: Path) -> JobRecord:
+    """A training run folded with its thinned step table (memory flat in its length), as the record keeps it."""
+    return fold_job(job_dir, steps=StepTable())
 
 
 def _session_jobs(session_dir: Path, kind: str) -> List[Path]:
@@ -78,7 +62,7 @@ def run_test_evaluations(run_dir: Path, also_in: Tuple[Path, ...] = ()) -> List[
             if job.resolve() in seen:
                 continue
             seen.add(job.resolve())
-            rec = fold_job(job, keep_steps=False)
+            rec = fold_job(job)
             for summary in rec.results:
                 if _names_run(summary, run_dir, same_session=Path(session_dir).resolve() == run_dir.parent.parent):
                     out.append(dict(summary, jid=rec.jid, t=rec.last_t))
@@ -98,7 +82,7 @@ def env_facts(run_dir: Path) -> Dict[str, Any]:
     """The environment the session's newest env job saw (python, mindspore, cann), {} without one."""
     envs = _session_jobs(Path(run_dir).parent.parent, "env")
     for job in reversed(envs):
-        rec = fold_job(job, keep_steps=False)
+        rec = fold_job(job)
         if rec.result:
             return rec.result
     return {}
@@ -106,7 +90,7 @@ def env_facts(run_dir: Path) -> Dict[str, Any]:
 
 def compare_dirs(dir_a: Path, dir_b: Path, tolerances: Tolerances, names: Tuple[str, str] = ("", "")) -> Dict[str, Any]:
     """Fold both runs and their context, and compare them."""
-    a, b = fold_job(dir_a), fold_job(dir_b)
+    a, b = fold_run(dir_a), fold_run(dir_b)
     sessions = (Path(dir_a).resolve().parent.parent, Path(dir_b).resolve().parent.parent)
     tests_a, tests_b = run_test_evaluations(dir_a, sessions), run_test_evaluations(dir_b, sessions)
     result = compare_runs(a, b, tolerances, tests_a, tests_b, env_facts(dir_a), env_facts(dir_b), names=names)

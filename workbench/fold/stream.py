@@ -1,16 +1,23 @@
-"""Folds a whole events file into a JobRecord a block at a time: each block decoded once, no event kept.
+"""The one way to fold a job folder's events files (accept, export, compare): streamed a block at a time, no event kept.
 
 Memory stays flat (one block of about 1 MB at a time), and a long file costs little more than
 decoding its lines: a block that is valid UTF-8 is decoded to text once and each line is scanned
 where it lies; lines that are anything but one JSON object take decode_text, as ingest_lines would.
+The live UI follows growing files instead (workbench.fold.tracker), into the same JobRecord.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from workbench.events.files import SCAN_OBJECT, decode_line, decode_text, line_blocks
-from workbench.fold.record import JobRecord
+from workbench.fold.record import JobRecord, SessionModel
+from workbench.session.store import job_status
+from workbench.system.atomic import read_json
+
+BLOCK_BYTES = 1 << 20
 
 BLANK = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: a line of only these is skipped, as ingest_lines does
 
@@ -82,3 +89,80 @@ def _fold_block(rec: JobRecord, block: bytes, transform: Any, objects_only: bool
             ev = transform(ev)
         fold(ev, rec.lines)
         idx = nl + 1
+
+
+def fold_file(rec: JobRecord, name: str, chunks: Iterable[bytes], transform: Any = None) -> None:
+    """Fold one events file's complete lines into `rec`; its torn tail is noted, never folded.
+
+    Lines whose fields hold no mapping skip `transform` (the record's masking walk): cutting
+    environment mappings only concerns mappings.
+    """
+    tail: List[bytes] = []
+    rec.begin_file(name)
+    fold_stream(rec, chunks, tail, transform, objects_only=True)
+    rec.note_torn_tail(len(tail[0]) if tail else 0)
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    try:
+        fh = open(str(path), "rb")
+    except OSError:
+        return
+    with fh:
+        yield from iter(lambda: fh.read(BLOCK_BYTES), b"")
+
+
+def event_files(names: Iterable[str]) -> List[str]:
+    """The events files among `names` in fold order: events.jsonl first, then the others by name."""
+    found = [n for n in names if n.startswith("events") and n.endswith(".jsonl")]
+    return sorted(found, key=lambda n: (n != "events.jsonl", n))
+
+
+def read_spec(job_dir: Path) -> Dict[str, Any]:
+    """A job folder's job.json, {} when it is missing or unreadable."""
+    try:
+        spec = read_json(Path(job_dir) / "job.json")
+    except (OSError, ValueError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def fold_job(
+    job_dir: Path,
+    steps: Any = False,
+    spec: Optional[Dict[str, Any]] = None,
+    files: Optional[Mapping[str, Callable[[], Iterable[bytes]]]] = None,
+    transform: Any = None,
+) -> JobRecord:
+    """Fold one job folder's events files into its JobRecord and attach its status.
+
+    `steps` is JobRecord's keep_steps; `spec` the job.json (read from the folder when None); `files`
+    maps each events file's name to its byte chunks (default: the folder's events*.jsonl in 1 MB blocks).
+    """
+    job_dir = Path(job_dir)
+    spec = read_spec(job_dir) if spec is None else spec
+    created = spec.get("created")
+    rec = JobRecord(
+        job_dir.name,
+        str(spec.get("kind") or job_dir.name.rsplit("-", 1)[0]),
+        float(created) if type(created) in (int, float) else 0.0,
+        job_dir,
+        keep_steps=steps,
+    )
+    if files is None:
+        files = {p.name: partial(_blocks, p) for p in job_dir.glob("events*.jsonl")}
+    for name in event_files(files):
+        fold_file(rec, name, files[name](), transform)
+    rec.status = job_status(job_dir, events=[rec.finished] if rec.finished else [])
+    return rec
+
+
+def fold_session(session_dir: Path) -> SessionModel:
+    """Every job folder (one with a job.json) of a session, folded."""
+    model = SessionModel()
+    jobs = Path(session_dir) / "jobs"
+    if jobs.is_dir():
+        for job_dir in sorted(jobs.iterdir()):
+            if (job_dir / "job.json").is_file():
+                model.add(fold_job(job_dir))
+    return model

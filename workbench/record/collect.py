@@ -8,7 +8,7 @@ import posixpath
 import shlex
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import yaml
 
@@ -17,16 +17,16 @@ from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import load
 from workbench.data.dataset import CLASS_NAMES
 from workbench.events.protocol import Evidence
-from workbench.fold.record import JobRecord, SessionModel, load_config
-from workbench.fold.snapshot import read_events
+from workbench.fold.record import JobRecord, SessionModel
 from workbench.fold.steptable import StepTable
+from workbench.fold.stream import event_files, fold_file, fold_job
 from workbench.masking.envvars import record_env
 from workbench.masking.scrub import Scrubber
 from workbench.record.limitations import limitations
 from workbench.record.manifest import SessionFiles
 from workbench.record.performance import parallel_record, performance_rows
 from workbench.session.imported import imported_mark
-from workbench.session.store import SessionStore, job_status
+from workbench.session.store import SessionStore
 
 FORMAT = "ms-workbench.record/1"
 FORMULA = "|cand − ref| ≤ atol + rtol·|ref|"
@@ -80,33 +80,26 @@ class JobReader:
     def _read(self, name: str) -> Optional[bytes]:
         return self.files.read(self.prefix + name)
 
+    def _chunks(self, name: str) -> Callable[[], Iterable[bytes]]:
+        entry = self.files.get(self.prefix + name)
+        return entry.chunks if entry is not None else lambda: iter(())
+
     def read(self) -> Dict[str, Any]:
         """The job's record: spec, status, config and what each event type said."""
         spec = self.scrub.report_obj(_json(self._read("job.json")) or {})
         exit_rec = _json(self._read("exit.json"))
-        created = spec.get("created")
-        # The same record as workbench.fold.session.fold_job (the acceptance evaluation reads it): its config
-        # is the job folder's own config.json, as `ms-workbench accept` reads it; the report's is masked below.
-        fold = JobRecord(
-            self.jid,
-            str(spec.get("kind") or self.jid.rsplit("-", 1)[0]),
-            float(created) if type(created) in (int, float) else 0.0,
+        # The same fold as `ms-workbench accept` (workbench.fold.stream.fold_job): its config is the job
+        # folder's own config.json, as accept reads it; the report's is masked below.
+        names = [e.rel[len(self.prefix) :] for e in self.files.under(self.prefix.rstrip("/"))]
+        fold = fold_job(
             self.dir,
-            config=load_config(self.dir),
-            keep_steps=self.table,
+            steps=self.table,
+            spec=spec,
+            files={n: self._chunks(n) for n in event_files(n for n in names if "/" not in n)},
+            transform=self.scrub.report_obj,
         )
         self.fold = fold
-        names = sorted(
-            e.rel[len(self.prefix) :]
-            for e in self.files.under(self.prefix.rstrip("/"))
-            if "/" not in e.rel[len(self.prefix) :]
-            and e.rel.endswith(".jsonl")
-            and e.rel[len(self.prefix) :].startswith("events")
-        )
-        for name in sorted(names, key=lambda n: (n != "events.jsonl", n)):
-            entry = self.files.get(self.prefix + name)
-            read_events(fold, name, entry.chunks() if entry is not None else b"", self.scrub.report_obj)
-        status = fold.status = job_status(self.dir, events=[fold.finished] if fold.finished else [])
+        status = fold.status
         command = spec.get("command") or []
         fin = fold.finished
         rec: Dict[str, Any] = {
@@ -508,7 +501,7 @@ def leg_steps(files: SessionFiles, session_dir: Path, jid: str, scrub: Scrubber)
     for name in names:
         entry = files.get(prefix + name + "/events.jsonl")
         fold = JobRecord(jid + "/" + name, "train", 0.0, session_dir / "jobs" / jid / "legs" / name)
-        read_events(fold, "events.jsonl", entry.chunks() if entry is not None else b"", scrub.report_obj)
+        fold_file(fold, "events.jsonl", entry.chunks() if entry is not None else [], scrub.report_obj)
         out.append(
             {"leg": name, "steps": fold.steps_seen, "state": (fold.finished or {}).get("status") or "no finished event"}
         )
