@@ -26,15 +26,14 @@ SLOW_S = 5.0
 def device_event(status: Dict[str, Any]) -> Dict[str, Any]:
     """The `device` event fields of one chip status (memory: HBM where the chip has it, else DDR)."""
     memory = status.get("hbm_mb") or status.get("memory_mb") or [None, None]
-    power = status.get("power_w")
-    if power is None:
-        power = status.get("card_power_w")  # 310P cards report power for the whole card only
     return {
         "ai_core_pct": status.get("aicore_pct"),
         "mem_used_mb": memory[0],
         "mem_total_mb": memory[1],
         "temp_c": status.get("temperature_c"),
-        "power_w": power,
+        # The chip's own power; 310P cards measure the whole card only (the MCU's): a card field, never the chip's.
+        "power_w": status.get("power_w"),
+        "card_power_w": status.get("card_power_w"),
         "health": status.get("health"),
         "npu": status.get("npu"),
         "chip": status.get("chip"),

@@ -30,7 +30,7 @@ def cann_summary(cann: Dict[str, Any], set_env: Dict[str, Any]) -> Dict[str, Any
 
 
 def cann_checks(ctx: JobContext, target: str, cann: Dict[str, Any], set_env: Dict[str, Any]) -> None:
-    """`cann-toolkit` (found, its version) and `cann-set-env` (whether set_env.sh was sourced)."""
+    """`cann-toolkit` (found, its version), `cann-set-env` (set_env.sh sourced) and `driver-library` (libascend_hal.so reachable)."""
     needed = target == "Ascend"
     if cann["found"] and cann["version"]:
         detail = "CANN %s (from %s) at %s, found via %s; internal version %s" % (
@@ -97,6 +97,27 @@ def cann_checks(ctx: JobContext, target: str, cann: Dict[str, Any], set_env: Dic
             hint=hint,
             group="cann",
         )
+    library = set_env["driver_library"]
+    installed = bool(set_env["driver_libraries"]["installed_in"])
+    if library["status"] == Evidence.FAIL and not needed:
+        status, detail, hint = Evidence.NOT_RUN, "%s; not needed for target %s" % (library["detail"], target), None
+    else:
+        status, detail, hint = library["status"], library["detail"], None
+        if status == Evidence.FAIL:
+            hint = (
+                "add the directory that holds it to LD_LIBRARY_PATH (set_env.sh does)"
+                if installed
+                else "install the Ascend driver (HDK), or mount /usr/local/Ascend/driver into the container"
+            )
+    ctx.check(
+        "driver-library",
+        "Driver library",
+        status,
+        detail,
+        evidence=set_env["driver_libraries"],
+        hint=hint,
+        group="driver",
+    )
 
 
 def set_env_script(cann: Dict[str, Any]) -> str:
@@ -127,15 +148,27 @@ def driver_summary(status: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, An
 
 
 def driver_checks(ctx: JobContext, target: str, status: Dict[str, Any]) -> None:
-    """`driver` and `firmware` version.info (incl. /var/davinci/driver on 310B), and their fit both ways."""
-    driver, firmware, compat = status["driver"], status["firmware"], status["compatibility"]
+    """`driver` (version.info, incl. /var/davinci/driver on 310B, against npu-smi's), `firmware`, and each
+    direction of their fit as its own check, so a one-way check never reads as the whole."""
+    driver, firmware, compat, sources = status["driver"], status["firmware"], status["compatibility"], status["sources"]
     needed = target == "Ascend"
-    if driver["found"]:
+    if driver["found"] and sources["status"] == Evidence.FAIL:
+        ctx.check(
+            "driver",
+            "Driver",
+            Evidence.FAIL,
+            sources["detail"],
+            evidence=dict(driver, npu_smi_version=compat["driver"] if compat["driver"] != driver["version"] else None),
+            hint="the driver files this process reads are not the running driver's: mount the host's "
+            "/usr/local/Ascend/driver into the container, or finish the driver upgrade and reboot",
+            group="driver",
+        )
+    elif driver["found"]:
         ctx.check(
             "driver",
             "Driver",
             Evidence.PASS,
-            "driver %s (%s)" % (driver["version"], driver["path"]),
+            "driver %s (%s); %s" % (driver["version"], driver["path"], sources["detail"]),
             evidence=driver,
             group="driver",
         )
@@ -155,27 +188,14 @@ def driver_checks(ctx: JobContext, target: str, status: Dict[str, Any]) -> None:
             else None,
             group="driver",
         )
-    evidence = dict(firmware, compatibility=compat)
-    if firmware["found"] and compat["status"] == Evidence.NOT_RUN:  # present; neither side lists a range
+    if firmware["found"] or compat["firmware"]:
+        where = firmware["path"] if firmware["found"] else "from npu-smi -t board"
         ctx.check(
             "firmware",
             "Firmware",
             Evidence.PASS,
-            "firmware %s (%s); %s" % (firmware["version"], firmware["path"], compat["detail"]),
-            evidence=evidence,
-            group="driver",
-        )
-    elif firmware["found"] or compat["status"] != Evidence.NOT_RUN:
-        # the verdict reads both files' ranges (driver's compatible_version_fw, firmware's
-        # compatible_version_drv) and names the side it could not check
-        where = " (%s)" % firmware["path"] if firmware["found"] else " (from npu-smi)"
-        ctx.check(
-            "firmware",
-            "Firmware",
-            compat["status"],
-            "firmware %s%s: %s" % (compat["firmware"], where, compat["detail"]),
-            evidence=evidence,
-            hint=compat["hint"],
+            "firmware %s (%s)" % (compat["firmware"], where),
+            evidence=firmware,
             group="driver",
         )
     else:
@@ -183,10 +203,27 @@ def driver_checks(ctx: JobContext, target: str, status: Dict[str, Any]) -> None:
             "firmware",
             "Firmware",
             Evidence.FAIL if needed else Evidence.NOT_RUN,
-            "no firmware version.info: looked at %s; %s"
-            % (", ".join(e["path"] for e in firmware["looked_at"]), compat["detail"]),
-            evidence=evidence,
+            "no firmware version.info: looked at %s" % ", ".join(e["path"] for e in firmware["looked_at"]),
+            evidence=firmware,
             hint="install the firmware package released with the driver" if needed else None,
+            group="driver",
+        )
+    titles = {
+        "driver's compatible_version_fw": "Driver admits firmware",
+        "firmware's compatible_version_drv": "Firmware admits driver",
+    }
+    ids = {
+        "driver's compatible_version_fw": "firmware-in-driver-range",
+        "firmware's compatible_version_drv": "driver-in-firmware-range",
+    }
+    for side in compat["sides"]:
+        ctx.check(
+            ids[side["side"]],
+            titles[side["side"]],
+            side["status"],
+            side["detail"],
+            evidence=dict(side, pair=compat["status"]),
+            hint=compat["hint"] if side["status"] == Evidence.FAIL else None,
             group="driver",
         )
 

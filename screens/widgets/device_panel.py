@@ -16,6 +16,8 @@ ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("temp", "temp_c", "°C", "%.0f"),
     ("power", "power_w", "W", "%.1f"),
 )
+# Shown only when a sample carries it: 310P cards measure power for the whole card, not per chip.
+CARD_ROWS: Tuple[Tuple[str, str, str, str], ...] = (("card pwr", "card_power_w", "W", "%.1f"),)
 SPARK_WIDTH = 40
 
 
@@ -41,7 +43,8 @@ def panel_text(samples: Sequence[Dict[str, Any]], target: Optional[str], width: 
         % (last.get("npu"), last.get("chip"), health, len(samples)),
         style="dim",
     )
-    for label, field, unit, fmt in ROWS:
+    card_rows = tuple(row for row in CARD_ROWS if _series(samples, row[1]))
+    for label, field, unit, fmt in ROWS + card_rows:
         values = _series(samples, field)
         text.append("\n%-8s " % label)
         if not values:

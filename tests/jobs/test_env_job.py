@@ -551,3 +551,30 @@ def test_explicit_ascend_probe_without_a_device_node_is_blocked_like_the_device_
     setting = run.check("device-setting")
     assert setting["status"] == "blocked" and "no /dev/davinci* device node visible" in setting["detail"], setting
     assert all(p["verdict"] == "blocked" for p in run.summary["probes"])
+
+
+def test_driver_files_that_are_not_npu_smis_driver_fail_naming_both(sessions, tmp_path):
+    # The 8.0.0 tree carries Source 2's driver files (24.1.rc3); npu-smi is Source 1's (title 25.0.rc1.1).
+    capture = fixture_section(tmp_path, "# Source 1:", "# Source 2:")
+    sets, env = fake_board(tmp_path, capture, "8.0.0")
+    run = run_env(sessions, *sets, *NO_PROBES, env=env)
+    driver = run.check("driver")
+    assert driver["status"] == "observed-fail", driver
+    assert "says driver 24.1.rc3 but npu-smi prints 25.0.rc1.1" in driver["detail"]
+    # Each direction of the driver/firmware fit is its own check; both files are there, both pass.
+    assert run.check("firmware-in-driver-range")["status"] == "observed-pass"
+    assert run.check("driver-in-firmware-range")["status"] == "observed-pass"
+    assert run.check("driver-library")["status"] == "observed-pass"
+
+
+def test_no_driver_library_is_a_failed_driver_library_not_a_set_env_pass_saying_so(sessions, tmp_path):
+    sets, env = fake_board(tmp_path, fixture_path("npu-smi-info_910B3_x8_with_processes.txt"), "8.0.0")
+    driver = tmp_path / "root" / "usr" / "local" / "Ascend" / "driver" / "lib64"
+    for library in driver.rglob("*.so"):
+        library.unlink()
+    run = run_env(sessions, *sets, *NO_PROBES, env=env)
+    set_env = run.check("cann-set-env")
+    assert set_env["status"] == "observed-pass" and "not found" not in set_env["detail"], set_env
+    library = run.check("driver-library")
+    assert library["status"] == "observed-fail" and "libascend_hal.so not found under" in library["detail"]
+    assert "install the Ascend driver" in library["hint"]

@@ -81,7 +81,15 @@ def test_cpu_says_not_run_and_draws_nothing():
 def test_series_and_latest_values_come_from_the_recorded_samples():
     text = panel_text(folded(SAMPLES), "Ascend").plain.splitlines()
     assert text[0].startswith("Device (npu-smi)  NPU 0 chip 1") and "24 samples" in text[0]
-    assert [line.split()[0] for line in text[1:]] == ["AI", "memory", "temp", "power"]
+    assert [line.split()[0] for line in text[1:]] == ["AI", "memory", "temp", "power", "card"]
     assert text[1].endswith(" 90 %") and text[2].endswith(" 3604 / 8192 MB") and text[3].endswith(" 70 °C")
-    assert text[4].endswith(" 45.2 W")
+    # 310P: the chip has no power reading of its own; the card's is its own row, never the chip's.
+    assert text[4].split() == ["power", "—"] and text[5].startswith("card pwr") and text[5].endswith(" 45.2 W")
+
+
+def test_no_card_row_where_samples_carry_no_card_power():
+    chip_only = [dict(s, power_w=133.9, card_power_w=None) for s in folded(SAMPLES)]
+    text = panel_text(chip_only, "Ascend").plain.splitlines()
+    assert [line.split()[0] for line in text[1:]] == ["AI", "memory", "temp", "power"]
+    assert text[4].endswith(" 133.9 W")
     assert "▁" in text[1] and "█" in text[1]  # the ramp and the dip are drawn

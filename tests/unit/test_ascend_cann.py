@@ -117,6 +117,11 @@ def test_real_pairs_admit_each_other_both_ways(tmp_path, source, driver, firmwar
         ("23.0.rc1", "[23.0.rc2,23.0.rc2.],[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]", False),
         ("6.4.12.1.241", "[6.4.0,6.4.99],[7.0.0,7.7.99]", True),
         ("7.8.0.6.201", "[7.0.0,7.7.99]", False),
+        # A version or a bound the check cannot read is unknown, never "does not list".
+        ("V7.5.0.1.129", "[7.0.0,7.5.99]", None),
+        ("7.5.0.1.129", "[V7.0.0,7.5.99]", None),
+        ("7.5.0.1.129", "[V6.0.0,6.9.99],[7.0.0,7.5.99]", True),
+        ("24.1..rc3", "[24.1,24.1.]", None),
     ],
 )
 def test_ranges_with_open_ended_prefixes(a, b, admitted):
@@ -130,10 +135,16 @@ def test_only_the_firmware_file_checks_its_side_and_says_so(tmp_path):
     driver_from_smi = parse_info(block).version  # npu-smi's title line carries the driver version
     status = cann.driver_status(str(tmp_path), driver_version=driver_from_smi)
     verdict = status["compatibility"]
-    assert verdict["status"] == Evidence.PASS
+    # One way only is not the pair: a pass of that side and a not-run of the other, each visible.
+    assert verdict["status"] == Evidence.NOT_RUN, verdict
     assert verdict["checked"] == ["firmware's compatible_version_drv"]
-    assert "only the firmware's compatible_version_drv was checked" in verdict["detail"]
+    assert "one way only: firmware's compatible_version_drv passes" in verdict["detail"]
     assert "no driver version.info" in verdict["detail"] and "driver 25.0.rc1.1 (from npu-smi)" in verdict["detail"]
+    driver_side, firmware_side = verdict["sides"]
+    assert firmware_side["status"] == Evidence.PASS
+    assert firmware_side["detail"].startswith("firmware 7.7.0.1.231 lists driver 25.0.rc1.1")
+    assert driver_side["status"] == Evidence.NOT_RUN
+    assert driver_side["detail"].startswith("not checked: no driver version.info")
 
 
 def test_only_the_driver_file_with_the_boards_firmware(tmp_path):
@@ -146,6 +157,34 @@ def test_only_the_driver_file_with_the_boards_firmware(tmp_path):
     assert verdict["checked"] == ["driver's compatible_version_fw"]
     assert "driver 24.1.rc3 does not list firmware 7.8.0.6.201" in verdict["detail"]
     assert "no firmware version.info" in verdict["detail"]
+
+
+def test_an_unreadable_version_string_is_not_checked_not_refused(tmp_path):
+    # Source 2's driver and firmware, the firmware's Version= written with a 'V' prefix.
+    block = section(fixture_text(VERSIONS_800IA2), "# Source 2:", "# Source 3:")
+    write_transcript_files(
+        tmp_path, block.replace("Version=7.5.0.1.129", "Version=V7.5.0.1.129"), only=("/driver/", "/firmware/")
+    )
+    verdict = cann.driver_status(str(tmp_path))["compatibility"]
+    driver_side, firmware_side = verdict["sides"]
+    assert driver_side["status"] == Evidence.NOT_RUN
+    assert driver_side["detail"] == "not checked: cannot read firmware version 'V7.5.0.1.129'"
+    assert "does not list" not in verdict["detail"]
+    assert verdict["status"] == Evidence.NOT_RUN and firmware_side["status"] == Evidence.PASS
+
+
+def test_driver_file_and_npu_smi_disagreeing_is_a_fail_naming_both(tmp_path):
+    # Source 2's driver files (24.1.rc3) read under the npu-smi of Source 1 (title 25.0.rc1.1).
+    text = fixture_text(VERSIONS_800IA2)
+    write_transcript_files(tmp_path, section(text, "# Source 2:", "# Source 3:"), only=("/driver/",))
+    smi = parse_info(section(text, "# Source 1:", "# Source 2:")).version
+    sources = cann.driver_status(str(tmp_path), driver_version=smi)["sources"]
+    assert sources["status"] == Evidence.FAIL
+    assert sources["detail"] == "%s says driver 24.1.rc3 but npu-smi prints 25.0.rc1.1" % (
+        tmp_path / "usr/local/Ascend/driver/version.info"
+    )
+    assert cann.driver_status(str(tmp_path), driver_version="24.1.rc3")["sources"]["status"] == Evidence.PASS
+    assert cann.driver_status(str(tmp_path))["sources"]["status"] == Evidence.NOT_RUN
 
 
 @pytest.mark.parametrize(
@@ -303,13 +342,69 @@ def test_lib64_itself_on_the_path_is_not_where_the_library_is(tmp_path):
     assert "libascend_hal.so is in %s" % (driver / "driver") in status["missing"][0]
 
 
-def test_no_driver_installed_is_not_blamed_on_set_env(tmp_path):
+def test_no_driver_installed_is_not_blamed_on_set_env_nor_passed_by_it(tmp_path):
     env = make_fake_ascend_tree(tmp_path, "8.0.0")
     shutil.rmtree(tmp_path / "usr/local/Ascend/driver/lib64/driver")
     status = cann.set_env_status(env, str(tmp_path))
     assert status["sourced"] and status["status"] == Evidence.PASS
     assert status["driver_libraries"]["reachable"] is False and status["driver_libraries"]["installed_in"] == []
-    assert "libascend_hal.so not found" in status["detail"]
+    # The set_env.sh pass says nothing its status contradicts; the missing library is its own fail.
+    assert "not found" not in status["detail"] and "the driver-library check" in status["detail"]
+    library = status["driver_library"]
+    assert library["status"] == Evidence.FAIL and "libascend_hal.so not found under" in library["detail"]
+
+
+def test_reachable_driver_library_passes_naming_where(tmp_path):
+    status = cann.set_env_status(make_fake_ascend_tree(tmp_path, "8.0.0"), str(tmp_path))
+    hal = tmp_path / "usr/local/Ascend/driver/lib64/driver"
+    assert status["driver_library"] == {
+        "status": Evidence.PASS,
+        "detail": "libascend_hal.so reachable in %s (LD_LIBRARY_PATH)" % hal,
+    }
+
+
+def swap_toolkit_name(env, old: str, new: str, variables):
+    """env with the toolkit directory named `new` instead of `old` in these variables (the same directory)."""
+    return dict(env, **{v: env[v].replace("ascend-toolkit/%s" % old, "ascend-toolkit/%s" % new) for v in variables})
+
+
+@pytest.mark.parametrize(
+    "home_name, path_name", [("latest", "8.0.0"), ("8.0.0", "latest")], ids=["home-latest", "home-8.0.0"]
+)
+def test_one_toolkit_under_two_names_is_one_directory(tmp_path, home_name, path_name):
+    # set_env.sh names ascend-toolkit/latest; latest links to 8.0.0 (as in the recorded `ls`).
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    assert "ascend-toolkit/latest" in env["ASCEND_HOME_PATH"]
+    env = swap_toolkit_name(env, "latest", home_name, ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH"))
+    env = swap_toolkit_name(env, "latest", path_name, ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH"))
+    assert home_name in env["ASCEND_HOME_PATH"] and "ascend-toolkit/%s/lib64" % path_name in env["LD_LIBRARY_PATH"]
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == Evidence.PASS and status["missing"] == [], status["missing"]
+    lib64 = next(c for c in status["checks"] if c["expected"].endswith("ascend-toolkit/%s/lib64" % home_name))
+    assert lib64["present"] and lib64["actual"].endswith("ascend-toolkit/%s/lib64" % path_name)
+
+
+def test_a_directory_that_only_shares_a_name_prefix_is_not_the_same(tmp_path):
+    # A copy (not a link) of the toolkit is another directory: its lib64 does not stand for latest/lib64.
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    toolkit = tmp_path / "usr/local/Ascend/ascend-toolkit"
+    shutil.copytree(str(toolkit / "8.0.0" / "lib64"), str(toolkit / "copy" / "lib64"))
+    env["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"].replace(
+        "ascend-toolkit/latest/lib64:", "ascend-toolkit/copy/lib64:"
+    )
+    status = cann.set_env_status(env, str(tmp_path))
+    assert status["status"] == Evidence.FAIL
+    assert status["missing"] == ["LD_LIBRARY_PATH: %s/lib64 not set" % env["ASCEND_HOME_PATH"]]
+
+
+def test_the_same_driver_directory_under_two_names_is_listed_once(tmp_path):
+    env = make_fake_ascend_tree(tmp_path, "8.0.0")
+    driver = tmp_path / "usr/local/Ascend/driver/lib64/driver"
+    alias = tmp_path / "drv-alias"
+    alias.symlink_to(driver)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(alias), env["LD_LIBRARY_PATH"]])
+    found = cann.driver_libraries(env, str(tmp_path))
+    assert found["reachable_in"] == [str(alias)] and found["installed_in"] == [str(driver)]
 
 
 E2_LINE = "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file"

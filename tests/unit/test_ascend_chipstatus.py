@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.ascend import chipstatus
 from workbench.ascend.npusmi import parse_board, parse_usages, run_npu_smi
+from workbench.ascend.smiblocks import decimal
 
 COMMON = "derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt"
 USAGES = "derived_npu-smi-info-t-usages_310P3-duo_two-chips.txt"
@@ -81,7 +85,7 @@ def test_read_chip_status_of_the_second_die(duo_run):
     assert (status["temperature_c"], status["aicore_pct"]) == (74.0, 37.0)
     assert status["power_w"] is None and status["card_power_w"] == 45.2  # 310P: power is the card's
     assert status["memory_mb"] == [2867.0, 8192.0] and status["hbm_mb"] is None
-    assert status["mcu"] == {"health": "OK", "temperature_c": 48.0, "power_w": 45.2}
+    assert status["mcu"] == {"health": "OK", "error_code": None, "temperature_c": 48.0, "power_w": 45.2}
     assert status["errors"] == {}
 
 
@@ -127,3 +131,29 @@ def test_npu_smi_without_device_gives_errors_not_values(tmp_path):
     status = chipstatus.read_chip_status(run, 0, 0)
     assert all(status[k] is None for k in ("health", "temperature_c", "power_w", "aicore_pct", "hbm_mb"))
     assert all("dcmi-8020" in text for text in status["errors"].values()) and len(status["errors"]) == 3
+
+
+HEALTH_CODE = "derived_npu-smi-info-t-health_310P3-duo_error-code.txt"
+
+
+def test_a_hex_health_code_is_a_code_not_a_number(tmp_path):
+    records = parse_usages(fixture_text(HEALTH_CODE))  # the reader read_card_status uses for every kind
+    assert records.chips[1]["Error Code"] == "80E01801"
+    smi = install_fake_npu_smi(
+        tmp_path / "bin",
+        {"common": fixture_path(COMMON), "usages": fixture_path(USAGES), "health": fixture_path(HEALTH_CODE)},
+    )
+    run = functools.partial(run_npu_smi, timeout_s=10, lock_path=str(tmp_path / "smi.lock"), command=str(smi))
+    card = chipstatus.read_card_status(run, 0)
+    assert [(c["chip"], c["health"], c["error_code"]) for c in card["chips"]] == [
+        (0, "OK", None),
+        (1, "Alarm", "80E01801"),
+    ]
+    rows = chipstatus.chip_status_rows([card])
+    assert rows[1]["health"] == "Alarm (80E01801)" and rows[0]["health"] == "OK"
+
+
+@given(st.from_regex(r"[0-9]{1,4}[eE][0-9]{1,6}|[0-9A-F]{8}|[+-]?(inf|nan|Infinity)", fullmatch=True))
+def test_only_plain_decimals_become_numbers(text):
+    value = decimal(text)
+    assert value is None or (math.isfinite(value) and text.strip().lstrip("+-").replace(".", "").isdigit())

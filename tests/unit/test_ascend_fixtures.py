@@ -28,6 +28,7 @@ DERIVED = {
     "derived_version.info_driver25.0-firmware7.5_two-way.txt",
     "derived_container-driver-mounts_lib64-common-and-driver.txt",
     "derived_npu-smi-info_310P3-duo_containers-sharing-pids_from_310x4.txt",
+    "derived_npu-smi-info-t-health_310P3-duo_error-code.txt",
 }
 
 

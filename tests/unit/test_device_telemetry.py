@@ -52,7 +52,8 @@ def test_samples_follow_the_changing_values_of_the_jobs_own_chip(tmp_path):
     assert [s["temp_c"] for s in samples] == [70.0, 76.0, 81.0]
     assert log.read_text().split("\n")[:2] == ["common 0", "usages 0"]
     assert all(s["mem_total_mb"] == 8192.0 and s["mem_used_mb"] == round(8192 * 0.35) for s in samples)
-    assert all(s["power_w"] == 45.2 for s in samples)  # 310P: only the card's power (the MCU's) exists
+    # 310P: only the card's power (the MCU's) exists; it is the card's field, never chip 1's.
+    assert all(s["power_w"] is None and s["card_power_w"] == 45.2 for s in samples)
     assert elapsed >= 2 * 0.99  # three samples at most once a second
     assert tele.stopped_why is None
 

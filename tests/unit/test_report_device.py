@@ -24,6 +24,8 @@ def test_device_csv_has_one_row_per_sample_in_order():
     assert [float(r["ai_core_pct"]) for r in rows[:6]] == [0.0, 0.0, 12.0, 35.0, 61.0, 78.0]
     assert {(r["job"], r["npu"], r["chip"], r["mem_total_mb"]) for r in rows} == {("train-001", "0", "1", "8192.0")}
     assert rows[0]["health"] == ""  # not sampled (-t common and usages only): empty, not "None"
+    # 310P: the card's power in the card's column, the chip's own column empty.
+    assert {(r["power_w"], r["card_power_w"]) for r in rows} == {("", "45.2")}
 
 
 def test_device_figure_is_a_valid_svg_with_three_series():
@@ -86,3 +88,12 @@ def test_the_device_csv_and_figure_say_the_samples_are_thinned():
     doc = svg.device_svg("train-001", samples, every=8, seen=64)
     ET.fromstring(doc)
     assert "8 of 64 npu-smi samples: every 8-th, thinned over the whole run" in doc
+
+
+def test_the_text_log_names_card_power_as_the_cards():
+    from workbench.events.text import format_event
+
+    line = format_event(dict(SAMPLES[0], type="device"))
+    assert line == "npu 0 chip 1: AI Core 0%, memory 983/8192 MB, 52 °C, card 45.2 W, None", line
+    chip = format_event(dict(SAMPLES[0], type="device", power_w=133.9, card_power_w=None))
+    assert ", 52 °C, 133.9 W, " in chip

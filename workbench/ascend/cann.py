@@ -21,7 +21,13 @@ from workbench.ascend.fwcompat import (  # noqa: F401  (re-exported: callers rea
     firmware_in_driver_range,
     in_ranges,
 )
-from workbench.ascend.libpath import DRIVER_LIBRARY, driver_libraries, libraries_in_error, under_root  # noqa: F401
+from workbench.ascend.libpath import (  # noqa: F401
+    DRIVER_LIBRARY,
+    driver_libraries,
+    libraries_in_error,
+    same_dir,
+    under_root,
+)
 from workbench.events.protocol import Evidence
 
 ASCEND_ROOT = "/usr/local/Ascend"
@@ -257,6 +263,7 @@ def set_env_status(
             "checks": [],
             "driver_libraries": driver_libraries(env, root),
             "missing": ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"],
+            "driver_library": driver_library_verdict(driver_libraries(env, root)),
             "detail": "set_env.sh not sourced: ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset",
         }
     home = _norm(under_root(env[home_var], root))
@@ -265,8 +272,10 @@ def set_env_status(
     for variable, expected, required in _set_env_expectations(home, driver, arch):
         value = env.get(variable, "")
         if variable in SEARCH_PATH_VARIABLES:
-            present = _norm(expected) in [_norm(under_root(p, root)) for p in value.split(os.pathsep) if p]
-            actual = expected
+            # One directory under two names (ascend-toolkit/latest and the version it links to) is one entry.
+            entries = [_norm(under_root(p, root)) for p in value.split(os.pathsep) if p]
+            actual = next((p for p in entries if same_dir(p, expected)), expected)
+            present = any(same_dir(p, expected) for p in entries)
         else:
             present = bool(value)
             actual = _norm(under_root(value, root)) if value else expected
@@ -290,11 +299,16 @@ def set_env_status(
     if libs["missing"]:
         missing.append(libs["missing"])
     status = Evidence.PASS if not missing else Evidence.FAIL
-    detail = (
-        "set_env.sh effects present for %s (from %s); driver libraries: %s" % (home, home_var, libs["detail"])
-        if not missing
-        else "set_env.sh effects missing: " + "; ".join(missing)
-    )
+    if missing:
+        detail = "set_env.sh effects missing: " + "; ".join(missing)
+    elif libs["found"]["reachable"]:
+        detail = "set_env.sh effects present for %s (from %s); driver libraries: %s" % (home, home_var, libs["detail"])
+    else:
+        # Nothing to reach: the library's absence is the driver-library verdict, not a set_env.sh one.
+        detail = (
+            "set_env.sh effects present for %s (from %s), the driver's directories included; whether %s "
+            "is there is the driver-library check" % (home, home_var, DRIVER_LIBRARY)
+        )
     return {
         "status": status,
         "sourced": not missing,
@@ -303,7 +317,13 @@ def set_env_status(
         "missing": missing,
         "detail": detail,
         "driver_libraries": libs["found"],
+        "driver_library": driver_library_verdict(libs["found"]),
     }
+
+
+def driver_library_verdict(found: Mapping[str, Any]) -> Dict[str, Any]:
+    """{status, detail}: is the driver's libascend_hal.so where the dynamic linker finds it?"""
+    return {"status": Evidence.PASS if found["reachable"] else Evidence.FAIL, "detail": found["detail"]}
 
 
 def _driver_library_check(
@@ -372,10 +392,32 @@ def driver_status(
     missing = [entry["path"] for part in (driver, firmware) if not part["found"] for entry in part["looked_at"]]
     verdict = compatibility_verdict(driver, firmware, driver_version, firmware_version)
     return {
+        "sources": driver_sources_verdict(driver, driver_version),
         "driver": driver,
         "firmware": firmware,
         "firmware_in_driver_range": verdict["sides"][0]["fits"],
         "driver_in_firmware_range": verdict["sides"][1]["fits"],
         "compatibility": verdict,
         "missing": missing,
+    }
+
+
+def driver_sources_verdict(driver: Mapping[str, Any], smi_version: Optional[str]) -> Dict[str, Any]:
+    """{status, detail}: do the driver's version.info and npu-smi's title name the same driver?
+
+    not-run when either is missing; observed-fail naming both when they differ (a container's
+    mounted driver files that are not the host's driver, or a half-upgraded driver).
+    """
+    file_version = driver.get("version") if driver.get("found") else None
+    if file_version is None or smi_version is None:
+        return {
+            "status": Evidence.NOT_RUN,
+            "detail": "not compared: %s"
+            % ("npu-smi printed no driver version" if file_version else "no driver version.info version"),
+        }
+    if file_version.strip().lower() == smi_version.strip().lower():
+        return {"status": Evidence.PASS, "detail": "npu-smi prints driver %s too" % smi_version}
+    return {
+        "status": Evidence.FAIL,
+        "detail": "%s says driver %s but npu-smi prints %s" % (driver.get("path"), file_version, smi_version),
     }

@@ -18,6 +18,7 @@ KINDS = ("common", "usages", "health")
 TEMPERATURE_KEYS = ("Temperature(C)", "NPU Temperature (C)", "Chip Temperature(C)")
 POWER_KEYS = ("NPU Real-time Power(W)", "Power Dissipation(W)")
 HEALTH_KEYS = ("Health", "Health Status")
+ERROR_CODE_KEYS = ("Error Code", "Error Codes")
 AICORE_KEYS = ("Aicore Usage Rate(%)",)
 # (field, capacity key, usage-rate key): -t usages prints a capacity and a rate, not used MB.
 MEMORY_KINDS = (
@@ -58,10 +59,17 @@ def _used_total(records: Sequence[Mapping[str, Any]], capacity_key: str, rate_ke
     return [float(round(capacity * rate / 100.0)), capacity]
 
 
+def _code(value: Any) -> Optional[str]:
+    """A health/error code as npu-smi printed it (text such as '80E01801'); None for none or NA."""
+    text = None if value is None else str(value).strip()
+    return text if text and text.upper() not in ("NA", "0", "00000000") else None
+
+
 def _mcu_view(mcu: Mapping[str, Any]) -> Dict[str, Any]:
     """The MCU's own values."""
     return {
         "health": _first(mcu, HEALTH_KEYS),
+        "error_code": _code(_first(mcu, ERROR_CODE_KEYS)),
         "temperature_c": _number(_first(mcu, TEMPERATURE_KEYS)),
         "power_w": _number(_first(mcu, POWER_KEYS)),
     }
@@ -80,6 +88,7 @@ def _chip_view(
         "npu": npu,
         "chip": chip,
         "health": _first(rec.get("health", {}), HEALTH_KEYS),
+        "error_code": _code(_first(rec.get("health", {}), ERROR_CODE_KEYS)),
         "temperature_c": _number(_first(merged, TEMPERATURE_KEYS)),
         "power_w": _number(_first(merged, POWER_KEYS)),
         "card_power_w": (mcu or {}).get("power_w"),
@@ -124,7 +133,7 @@ def read_card_status(run_npusmi: RunNpuSmi, npu: int, kinds: Sequence[str] = KIN
 
 
 def read_chip_status(run_npusmi: RunNpuSmi, npu: int, chip: int, kinds: Sequence[str] = KINDS) -> Dict[str, Any]:
-    """One chip's {npu, chip, health, temperature_c, power_w, card_power_w, aicore_pct, hbm_mb, memory_mb, mcu, errors}.
+    """One chip's {npu, chip, health, error_code, temperature_c, power_w, card_power_w, aicore_pct, hbm_mb, memory_mb, mcu, errors}.
 
     `power_w` is the chip's own reading; on cards that report power only for the whole card
     (310P) it is None and `card_power_w` holds the MCU's. Memory values are [used, total] MB.
@@ -159,10 +168,13 @@ def chip_status_rows(cards: Sequence[Mapping[str, Any]]) -> List[Dict[str, str]]
             power = _text(status["power_w"], "W")
             if status["power_w"] is None and status.get("card_power_w") is not None:
                 power = "%g W (card)" % status["card_power_w"]
+            health = status["health"] or DASH
+            if status.get("error_code"):
+                health += " (%s)" % status["error_code"]
             rows.append(
                 {
                     "device": "NPU %s chip %s" % (status["npu"], status["chip"]),
-                    "health": status["health"] or DASH,
+                    "health": health,
                     "temp": _text(status["temperature_c"], "°C"),
                     "power": power,
                     "aicore": _text(status["aicore_pct"], "%"),

@@ -2,8 +2,9 @@
 
 The driver's version.info lists the firmware it accepts (`compatible_version_fw=[low,high],...`),
 the firmware's lists the drivers it accepts (`compatible_version_drv=[...]`). A pair is
-compatible only when each admits the other; when a file is missing, the verdict says which
-side was checked and why the other was not.
+compatible only when each admits the other. Each direction is its own verdict (pass, fail, or
+not-run with why); the pair passes only when both directions were checked and pass, so a
+one-way check is never taken for the whole.
 """
 
 from __future__ import annotations
@@ -19,18 +20,30 @@ FIRMWARE_SIDE = "firmware's compatible_version_drv"
 
 
 def _release_key(text: str) -> Optional[Tuple[Tuple[int, int, str], ...]]:
-    """Sort key of a driver/firmware release: 24.1.rc3 < 24.1.0 < 24.1.1 (rcN before the release)."""
+    """Sort key of a driver/firmware release: 24.1.rc3 < 24.1.0 < 24.1.1 (rcN before the release); None when unreadable.
+
+    A release starts with a number ('V7.5.0.1.129' is not read as one); later pieces are
+    numbers, rcN, or build tags (alpha, T11, B218), which sort before the releases.
+    """
+    pieces = text.strip().lower().split(".")
+    if not pieces or not pieces[0].isdigit():
+        return None
     parts = []
-    for piece in text.strip().lower().split("."):
+    for piece in pieces:
         if piece.isdigit():
             parts.append((1, int(piece), ""))
         elif re.fullmatch(r"rc\d+", piece):
             parts.append((0, int(piece[2:]), ""))
-        elif piece:
-            parts.append((0, -1, piece))  # alpha/beta/T-build tags sort before the releases
+        elif re.fullmatch(r"[a-z][a-z0-9]*", piece):
+            parts.append((0, -1, piece))
         else:
             return None
-    return tuple(parts) or None
+    return tuple(parts)
+
+
+def readable(version: Optional[str]) -> bool:
+    """Can this check compare `version` at all?"""
+    return _release_key(version or "") is not None
 
 
 def in_ranges(version: Optional[str], ranges_text: Optional[str]) -> Optional[bool]:
@@ -42,13 +55,17 @@ def in_ranges(version: Optional[str], ranges_text: Optional[str]) -> Optional[bo
     key = _release_key(version or "")
     if not ranges or key is None:
         return None
+    unreadable = False
     for low, high in ranges:
         lo, hi = _release_key(low), _release_key(high.strip().rstrip("."))
-        if lo is None or hi is None or key < lo:
+        if lo is None or hi is None:
+            unreadable = True  # a bound it cannot read might have admitted the version
+            continue
+        if key < lo:
             continue
         if (key[: len(hi)] <= hi) if high.strip().endswith(".") else key <= hi:
             return True
-    return False
+    return None if unreadable else False
 
 
 def firmware_in_driver_range(driver_fields: Mapping[str, str], firmware_version: Optional[str]) -> Optional[bool]:
@@ -75,9 +92,22 @@ def _side(
         why = "the %s's version.info (%s) has no %s" % (own, holder.get("path"), key)
     elif other_version is None:
         why = "%s version unknown" % other
+    elif not readable(other_version):
+        why = "cannot read %s version %r" % (other, other_version)
     elif fits is None:
-        why = "%r or %r is not a version this check can compare" % (other_version, ranges)
+        why = "cannot read a bound of %r" % ranges
+    said = "%s %s %s %s %s (its %s is %s)" % (
+        own,
+        holder.get("version"),
+        "lists" if fits else "does not list",
+        other,
+        other_version,
+        key,
+        ranges,
+    )
     return {
+        "status": Evidence.NOT_RUN if fits is None else Evidence.PASS if fits else Evidence.FAIL,
+        "detail": "not checked: " + str(why) if fits is None else said,
         "side": name,
         "file": holder.get("path"),
         "own_version": holder.get("version"),
@@ -100,7 +130,7 @@ def compatibility_verdict(
 
     Versions come from the files; `driver_version` / `firmware_version` (e.g. from npu-smi) stand
     in when a file is missing. observed-fail when either side excludes the other, observed-pass
-    when every side that could be checked admits the other, not-run when none could be.
+    only when both sides were checked and admit each other, else not-run (each side says why).
     """
     drv_v = driver.get("version") or driver_version
     fw_v = firmware.get("version") or firmware_version
@@ -111,21 +141,11 @@ def compatibility_verdict(
         _side(FIRMWARE_SIDE, firmware, "compatible_version_drv", "driver", drv_v, drv_from),
     ]
     checked = [s["side"] for s in sides if s["fits"] is not None]
-    said = {
-        DRIVER_SIDE: "driver %s %s firmware %s (its compatible_version_fw is %s)",
-        FIRMWARE_SIDE: "firmware %s %s driver %s (its compatible_version_drv is %s)",
-    }
-    notes = []
-    for s in sides:
-        if s["fits"] is not None:
-            notes.append(
-                said[s["side"]]
-                % (s["own_version"], "lists" if s["fits"] else "does not list", s["other_version"], s["ranges"])
-            )
+    notes = [s["detail"] for s in sides if s["fits"] is not None]
     for s in sides:
         if s["other_from"] == "npu-smi" and s["other_version"] and s["fits"] is not None:
             notes.append("%s %s (from npu-smi)" % (s["other"], s["other_version"]))
-    unchecked = ["%s not checked: %s" % (s["side"], s["why_not"]) for s in sides if s["fits"] is None]
+    unchecked = ["%s %s" % (s["side"], s["detail"]) for s in sides if s["fits"] is None]
     out = {"checked": checked, "sides": sides, "driver": drv_v, "firmware": fw_v, "hint": None}
     if any(s["fits"] is False for s in sides):
         out.update(
@@ -140,9 +160,10 @@ def compatibility_verdict(
             detail="driver %s and firmware %s list each other: %s" % (drv_v, fw_v, "; ".join(notes)),
         )
     elif checked:
+        # One direction admits the other, the other direction is unknown: not established both ways.
         out.update(
-            status=Evidence.PASS,
-            detail="only the %s was checked: %s; %s" % (checked[0], "; ".join(notes), "; ".join(unchecked)),
+            status=Evidence.NOT_RUN,
+            detail="one way only: %s passes (%s); %s" % (checked[0], "; ".join(notes), "; ".join(unchecked)),
         )
     else:
         out.update(status=Evidence.NOT_RUN, detail="neither side checked: " + "; ".join(unchecked))

@@ -29,6 +29,31 @@ def under_root(path: str, root: str = "/") -> str:
     return os.path.join(root_abs, path.lstrip("/"))
 
 
+def dir_key(path: str) -> Tuple[Any, ...]:
+    """What identifies a directory: its device and inode when it exists, else its resolved path."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("path", os.path.realpath(path))
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def same_dir(a: str, b: str) -> bool:
+    """Do two names reach one directory (ascend-toolkit/latest and the version it links to)?"""
+    return dir_key(a) == dir_key(b)
+
+
+def unique_dirs(dirs: Sequence[str]) -> List[str]:
+    """`dirs` in order, each directory once whatever names it is reached under (the first name kept)."""
+    seen, out = set(), []
+    for d in dirs:
+        key = dir_key(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def _ld_so_conf_dirs(root: str) -> List[str]:
     """Directories /etc/ld.so.conf (and the files it includes) adds to the linker's search."""
     found: List[str] = []
@@ -72,17 +97,19 @@ def install_dirs(env: Mapping[str, str], root: str = "/") -> List[str]:
             home = os.path.normpath(under_root(env[var], root))
             dirs += [os.path.join(home, "lib64"), os.path.join(home, "lib64", "plugin", "opskernel")]
     dirs.append(under_root("/usr/local/Ascend/ascend-toolkit/latest/lib64", root))
-    return list(dict.fromkeys(os.path.normpath(d) for d in dirs))
+    return unique_dirs([os.path.normpath(d) for d in dirs])
 
 
 def locate(name: str, env: Mapping[str, str], root: str = "/", extra: Sequence[str] = ()) -> Dict[str, Any]:
     """{name, reachable, reachable_in, via, installed_in}: the search dirs holding `name`, and where it is installed."""
     searched = search_dirs(env, root)
-    hits = [(d, source) for d, source in searched if os.path.isfile(os.path.join(d, name))]
+    hits, seen = [], set()
+    for d, source in searched:
+        if os.path.isfile(os.path.join(d, name)) and dir_key(d) not in seen:
+            seen.add(dir_key(d))
+            hits.append((d, source))
     installed = [
-        d
-        for d in list(dict.fromkeys(list(install_dirs(env, root)) + list(extra)))
-        if os.path.isfile(os.path.join(d, name))
+        d for d in unique_dirs(list(install_dirs(env, root)) + list(extra)) if os.path.isfile(os.path.join(d, name))
     ]
     return {
         "name": name,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from workbench.ascend import errors
-from workbench.ascend.smiblocks import ChipRecords, parse_chip_records
+from workbench.ascend.smiblocks import ChipRecords, decimal, parse_chip_records
 from workbench.events.protocol import Evidence
 
 USUAL_PLACES = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi", "/usr/bin/npu-smi")
@@ -56,11 +56,8 @@ class NpuSmiInfo:
 
 
 def _num(token: str) -> Optional[float]:
-    """Float of a table token; None for NA, '-' and anything else non-numeric."""
-    try:
-        return float(token)
-    except ValueError:
-        return None
+    """Float of a plain decimal table token; None for NA, '-', codes and anything else."""
+    return decimal(token)
 
 
 def _cells(line: str) -> Optional[List[str]]:

@@ -11,10 +11,14 @@ Blocks are normally separated by blank lines; when they are not, a repeated key 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 HEADER_KEYS = ("NPU ID", "Chip Count", "Total Count")
+# Values that are codes, never quantities: '80E01801' would read as 8e1801 (infinity).
+TEXT_KEYS = ("Error Code", "Error Codes")
+_DECIMAL_RE = re.compile(r"[+-]?\d+(?:\.\d+)?")
 MCU_NAMES = ("mcu",)
 
 
@@ -30,14 +34,15 @@ class ChipRecords:
     unparsed: List[str] = field(default_factory=list)
 
 
-def _value(text: str, numbers: bool) -> Any:
-    """The printed value; a float when `numbers` and it is one (NA and the like stay text)."""
-    if numbers:
-        try:
-            return float(text)
-        except ValueError:
-            return text
-    return text
+def decimal(text: str) -> Optional[float]:
+    """Float of a plain decimal such as 45.2 or -3; None for NA, hex codes ('80E01801'), '1e5' and the like."""
+    return float(text) if _DECIMAL_RE.fullmatch(text.strip()) else None
+
+
+def _value(text: str, numbers: bool, key: str = "") -> Any:
+    """The printed value; a float when `numbers` and it is a plain decimal (NA and codes stay text)."""
+    number = decimal(text) if numbers and key not in TEXT_KEYS else None
+    return text if number is None else number
 
 
 def _blocks(text: str, unparsed: List[str]) -> List[List[Tuple[str, str]]]:
@@ -105,7 +110,7 @@ def parse_chip_records(text: str, chip: Optional[int] = None, numbers: bool = Fa
             else:
                 body.append((key, value))
         for record in _records(body):
-            fields = {k: _value(v, numbers) for k, v in record if k != "Chip ID"}
+            fields = {k: _value(v, numbers, k) for k, v in record if k != "Chip ID"}
             chip_ids = [v for k, v in record if k == "Chip ID"]
             if _is_mcu(record):
                 out.mcu = dict(out.mcu or {}, **fields)

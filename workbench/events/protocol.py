@@ -269,6 +269,7 @@ class DeviceEvent(Envelope, total=False):
     mem_total_mb: float
     temp_c: float
     power_w: float
+    card_power_w: float
     health: str
     npu: int
     chip: int
@@ -408,6 +409,7 @@ FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
         "mem_total_mb": opt(NUM),
         "temp_c": opt(NUM),
         "power_w": opt(NUM),
+        "card_power_w": opt(NUM),
         "health": opt(STR),
         "npu": opt(INT),
         "chip": opt(INT),

@@ -68,7 +68,13 @@ def format_event(ev: Dict[str, Any], verbose_steps: int = 0, folded: bool = Fals
                 )
         return "\n".join(lines) or None
     if kind == "device":
-        return "%snpu %s chip %s: AI Core %s%%, memory %s/%s MB, %s °C, %s W, %s" % (
+        power, card = ev.get("power_w"), ev.get("card_power_w")
+        watts = "%s W" % _num(power, "%.1f")
+        if card is not None:  # 310P: the card's power, never the chip's
+            watts = (
+                "card %s W" % _num(card, "%.1f") if power is None else "%s (card %s W)" % (watts, _num(card, "%.1f"))
+            )
+        return "%snpu %s chip %s: AI Core %s%%, memory %s/%s MB, %s °C, %s, %s" % (
             rank,
             ev.get("npu"),
             ev.get("chip"),
@@ -76,7 +82,7 @@ def format_event(ev: Dict[str, Any], verbose_steps: int = 0, folded: bool = Fals
             _num(ev.get("mem_used_mb"), "%.0f"),
             _num(ev.get("mem_total_mb"), "%.0f"),
             _num(ev.get("temp_c"), "%.0f"),
-            _num(ev.get("power_w"), "%.1f"),
+            watts,
             ev.get("health"),
         )
     if kind == "epoch":

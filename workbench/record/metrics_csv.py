@@ -18,6 +18,7 @@ DEVICE_HEADER = (
     "mem_total_mb",
     "temp_c",
     "power_w",
+    "card_power_w",
     "health",
     "sample",
     "kept_every",
