@@ -1,4 +1,4 @@
-"""The command line: `ms-workbench run|watch|sessions|export|import|compare|accept|freeze|attach|serve|data`, or the TUI.
+"""The command line: `ms-workbench run|watch|sessions|export|import|compare|accept|freeze|reproduce|attach|serve|data`, or the TUI.
 
 The entry point is the one part of `workbench` that may reach the UI side: it starts the app
 (`screens.app`), asks `screens.screenshots` for the record's pictures, and draws rich bars
@@ -458,6 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.cli.freeze import add_parser as add_freeze
 
     add_freeze(sub, [common])
+
+    from workbench.cli.reproduce import add_parser as add_reproduce
+
+    add_reproduce(sub, [common])
 
     add_record_commands(sub, common, cfg)
 

@@ -185,3 +185,31 @@ def reproduce_record(report: Dict[str, Any]) -> Dict[str, Any]:
         "commands": rerun_commands(jobs),
         "job_working_directory": "each job runs in its own folder, jobs/<jid>/ (the runner sets cwd)",
     }
+
+
+def commands_script(report: Dict[str, Any], commands: List[Dict[str, str]]) -> str:
+    """reproduce/commands.sh: re-runs the candidate's lineage from this record in a new sessions root and compares.
+
+    It names no session id: `ms-workbench reproduce` reads the record it sits in, creates its own session
+    and points the job references at the jobs it ran. The jobs as they ran follow as comments.
+    """
+    sid = report["session"]["id"]
+    lines = [
+        "#!/bin/sh",
+        "# Re-run the frozen candidate's lineage of session %s (data, train, test, export) from the effective" % sid,
+        "# configs of this record in a new session, then compare split hash, per-epoch losses, checkpoint hash,",
+        "# test metrics and exported outputs with what the record holds (ms-workbench reproduce).",
+        "# Usage: sh reproduce/commands.sh [SESSIONS_ROOT]   (default ./sessions or $MS_WORKBENCH_SESSIONS);",
+        "# needs the workbench (ms-workbench on PATH, or PYTHON=<interpreter that imports workbench>).",
+        "set -e",
+        'RECORD="$(cd "$(dirname "$0")/.." && pwd)"',
+        'if [ -z "${PYTHON:-}" ] && command -v ms-workbench >/dev/null 2>&1; then',
+        '    exec ms-workbench reproduce "$RECORD" ${1:+--sessions "$1"}',
+        "fi",
+        'exec "${PYTHON:-python3}" -m workbench reproduce "$RECORD" ${1:+--sessions "$1"}',
+        "",
+        "# Each job of session %s as it ran (for reading: ids and paths are the original session's):" % sid,
+    ]
+    for c in commands:
+        lines.append("# %s: %s" % (c["jid"], c["as_run"]))
+    return "\n".join(lines) + "\n"

@@ -179,13 +179,8 @@ def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> D
     lock = rep.pop("_lock")
     write_text(stage / reproduce_md.LOCK, lock)
     write_json(stage / reproduce_md.REVISION, rep["revision"])
-    write_text(
-        stage / reproduce_md.COMMANDS,
-        "".join(
-            "# %s\n%s\n# again, from its effective config:\n# %s\n" % (c["jid"], c["as_run"], c["again"])
-            for c in rep["commands"]
-        ),
-    )
+    write_text(stage / reproduce_md.COMMANDS, reproduce.commands_script(report, rep["commands"]))
+    os.chmod(str(stage / reproduce_md.COMMANDS), 0o755)
     written = {"model_code": [], "reference": []}
     code = reproduce.model_code()
     for data in code.values():

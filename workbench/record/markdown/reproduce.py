@@ -78,9 +78,10 @@ def reproduce_lines(rep: Optional[Dict[str, Any]], files: Dict[str, Any]) -> Lis
         lines += ["Allow-listed environment of the jobs (as the runner passed it, secrets masked):", ""]
         lines += table(["variable", "value"], sorted(env.items()))
     lines += [
-        "Commands, as each job ran (`%s` holds them, and for each job one that runs it again from its recorded "
-        "effective config: run them in this order in one new session, so job references such as "
-        "`data.from=data-001` name the same jobs):" % COMMANDS,
+        "`sh %s [SESSIONS_ROOT]` re-runs the candidate's lineage (data, train, test, export) from this record's "
+        "effective configs in a new session and compares split hash, per-epoch losses, checkpoint hash, test "
+        "metrics and exported outputs (`ms-workbench reproduce`); it names no session id, so it works in any "
+        "sessions root. The commands as each job ran, for reading (ids and paths are this session's):" % COMMANDS,
         "",
         "```sh",
     ]
