@@ -217,7 +217,7 @@ def compare_outputs(
     new_logits = new_export / "artifacts" / "reference" / "logits.npy"
     got = _sha256(new_logits)
     if got == recorded_sha:
-        return Comparison("exported outputs", PASS, "reference logits %s, bit-identical" % got[:16])
+        return Comparison("exported outputs", PASS, "reference logits %s, bit-identical" % recorded_sha[:16])
     held = record_dir / "deliverable" / "reference" / "logits.npy"
     if _sha256(held) != recorded_sha:
         return Comparison(
@@ -233,7 +233,8 @@ def compare_outputs(
     return Comparison(
         "exported outputs",
         PASS if ok else FAIL,
-        "reference logits max |Δ| %.3g (atol %g, rtol %g)" % (float(diff.max()), tol.get("atol"), tol.get("rtol")),
+        "reference logits max |Δ| %.3g (atol %g, rtol %g)"
+        % (float(diff.max()), float(tol.get("atol") or 0.0), float(tol.get("rtol") or 0.0)),
     )
 
 
