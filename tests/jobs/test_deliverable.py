@@ -68,6 +68,7 @@ def test_deliverable_holds_the_candidate_and_verifies(frozen_record):
     assert "**train-001 epoch" in head and cand.sha256 in head and "[deliverable/](deliverable/README.md)" in head
     steps = [line.split("|")[1].strip() for line in head.splitlines() if line.startswith("| ") and "---" not in line]
     assert steps[1:] == ["split", "training run", "freeze", "test", "alignment", "export", "reference outputs"]
+    assert "`reproduce/reference/export-001/logits.npy` (the candidate)" in report
     manifest = subprocess.run(["sha256sum", "-c", "manifest.sha256"], cwd=str(out), capture_output=True, text=True)
     assert manifest.returncode == 0 and "deliverable/model.ckpt: OK" in manifest.stdout
 
@@ -100,6 +101,9 @@ def test_no_candidate_no_deliverable_and_the_record_says_so_first(tmp_path):
     assert lines[2] == "## The candidate"
     assert lines[4].startswith("**No candidate is frozen in this session.**") and "no deliverable" in lines[4]
     assert json.loads((out / "report.json").read_text())["deliverable"]["written"] is False
+    text = "\n".join(lines)
+    assert "`reproduce/reference/export-001/logits.npy` (NOT the candidate: checkpoint " in text
+    assert "| export-001 | export | checkpoint " in text and "jobs/export-001/artifacts/model.mindir" in text
 
 
 def test_a_checkpoint_changed_after_the_freeze_is_not_handed_over(tmp_path):

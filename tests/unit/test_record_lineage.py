@@ -36,7 +36,11 @@ def _report():
             ),
             _job("test-001", "test", [_check("checkpoint", evidence={"sha256": B})]),  # recorded before subjects
             _job("test-002", "test", [_check("test-evaluations", "observed-fail", subject=checkpoint_subject(A))]),
-            _job("align-001", "align", artifacts=[{"kind": "init-weights", "sha256": "c" * 64, "seed": 1}]),
+            _job(
+                "align-001",
+                "align",
+                artifacts=[{"kind": "init-weights", "sha256": "c" * 64, "seed": 1, "session_path": "x/init.ckpt"}],
+            ),
             _job("export-001", "export", [_check("source", subject=INITIAL_WEIGHTS)]),
             _job(
                 "export-002",
@@ -65,6 +69,7 @@ def test_only_jobs_about_the_candidate_enter_its_lineage_the_rest_are_listed_apa
         ("align-001", INITIAL_WEIGHTS),
         ("export-001", INITIAL_WEIGHTS),
     ]
+    assert out["other_models"][1]["artifacts"] == ["x/init.ckpt"]
     steps = {s["step"]: s for s in out["steps"]}
     assert list(steps) == ["split", "training run", "freeze", "test", "alignment", "export", "reference outputs"]
     assert steps["split"]["job"] == "data-001" and steps["split"]["subject"] == "split:" + "s" * 64

@@ -79,6 +79,20 @@ def _newest(jobs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return ok[-1] if ok else None
 
 
+def _model_artifacts(j: Dict[str, Any]) -> List[str]:
+    """The files of a job that hold or describe weights (checkpoints, MindIR, reference sets)."""
+    kinds = ("checkpoint", "mindir", "init-weights")
+    return [
+        str(a.get("session_path"))
+        for a in j.get("artifacts") or []
+        if (a.get("kind") in kinds or str(a.get("kind", "")).startswith("reference")) and a.get("session_path")
+    ]
+
+
+def _other(j: Dict[str, Any]) -> Dict[str, Any]:
+    return {"jid": j["jid"], "kind": j["kind"], "subject": job_subject(j), "artifacts": _model_artifacts(j)}
+
+
 def _loss_list(j: Dict[str, Any]) -> List[Optional[float]]:
     return [e.get("train_loss") for e in j.get("epochs") or []]
 
@@ -93,9 +107,7 @@ def lineage(
     jobs = report["jobs"]
     commands = dict(commands or {})
     if cand is None:
-        others = [
-            {"jid": j["jid"], "kind": j["kind"], "subject": job_subject(j)} for j in jobs if j["kind"] in MODEL_KINDS
-        ]
+        others = [_other(j) for j in jobs if j["kind"] in MODEL_KINDS]
         return {
             "candidate": None,
             "freezes": 0,
@@ -109,11 +121,7 @@ def lineage(
     train = by_id.get(cand.run)
     mine = checkpoint_subject(cand.sha256)
     about = [j for j in jobs if j["kind"] in MODEL_KINDS and job_subject(j) == mine]
-    others = [
-        {"jid": j["jid"], "kind": j["kind"], "subject": job_subject(j)}
-        for j in jobs
-        if j["kind"] in MODEL_KINDS and job_subject(j) != mine
-    ]
+    others = [_other(j) for j in jobs if j["kind"] in MODEL_KINDS and job_subject(j) != mine]
     tests = [j for j in about if j["kind"] == "test"]
     aligns = [j for j in about if j["kind"] == "align"]
     exports = [j for j in about if j["kind"] == "export"]

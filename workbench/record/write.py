@@ -195,9 +195,25 @@ def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> D
                     path = "%s/reference/%s/%s" % (reproduce_md.PACKAGE, j["jid"], a["session_path"].rsplit("/", 1)[-1])
                     write_bytes(stage / path, entry.read())
                     written["reference"].append(path)
+    written["reference_about"] = _reference_about(report, written["reference"])
     report["reproduce"] = rep
     report["deliverable"] = deliverable.write(stage, report, files, code.get(deliverable.MODEL_SOURCE, b""), lock)
     return written
+
+
+def _reference_about(report: Dict[str, Any], paths: List[str]) -> Dict[str, str]:
+    """Per export job whose reference set was copied: whom its expected outputs are about."""
+    lineage_part = report.get("candidate") or {}
+    mine = (lineage_part.get("jobs") or {}).get("export")
+    others = {o["jid"]: o.get("subject") for o in lineage_part.get("other_models") or []}
+    out = {}
+    for path in paths:
+        jid = path.split("/")[2]
+        if jid == mine:
+            out[jid] = "the candidate"
+        else:
+            out[jid] = "NOT the candidate: %s" % candidate.subject_label(others.get(jid))
+    return out
 
 
 def export_session(

@@ -72,7 +72,15 @@ def candidate_lines(report: Dict[str, Any]) -> List[str]:
             "",
         ]
         lines += table(
-            ["job", "kind", "subject"],
-            [[o["jid"], o["kind"], _subject(o.get("subject")) if o.get("subject") else "not recorded"] for o in others],
+            ["job", "kind", "subject", "its artefacts (not the hand-over)"],
+            [
+                [
+                    o["jid"],
+                    o["kind"],
+                    _subject(o.get("subject")) if o.get("subject") else "not recorded",
+                    ", ".join(o.get("artifacts") or []) or "-",
+                ]
+                for o in others
+            ],
         )
     return lines

@@ -69,7 +69,11 @@ def reproduce_lines(rep: Optional[Dict[str, Any]], files: Dict[str, Any]) -> Lis
         "- Model code: %s; reference inputs with their expected outputs: %s."
         % (
             ", ".join("[%s](%s)" % (p, p) for p in files.get("model_code") or []) or "not copied",
-            ", ".join("`%s`" % p for p in files.get("reference") or []) or "none (no export job wrote a reference set)",
+            ", ".join(
+                "`%s` (%s)" % (p, (files.get("reference_about") or {}).get(p.split("/")[2], "subject not recorded"))
+                for p in files.get("reference") or []
+            )
+            or "none (no export job wrote a reference set)",
         ),
         "",
     ]
