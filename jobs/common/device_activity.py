@@ -13,6 +13,7 @@ are then written from the main thread, keeping seq in order.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -50,6 +51,21 @@ def _nspid(status_path: str) -> List[int]:
     except (OSError, ValueError):
         pass
     return []
+
+
+def open_device_nodes(pid: int, proc: str = "/proc") -> Optional[List[str]]:
+    """The /dev/davinciN nodes process `pid` holds open (davinci_manager is not a device); None when unreadable."""
+    fd_dir = os.path.join(proc, str(int(pid)), "fd")
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return None
+    nodes = set()
+    for name in names:
+        target = _readlink(os.path.join(fd_dir, name))
+        if target and re.match(r"^/dev/davinci\d+$", target):
+            nodes.add(target)
+    return sorted(nodes)
 
 
 def pid_namespace(pid: Optional[int] = None, proc: str = "/proc") -> Dict[str, Any]:
@@ -116,6 +132,8 @@ def observe(
     target, device_id = _target_and_id(device)
     if space is None:
         space = pid_namespace(pid)
+    if space["space"] == activity.CONTAINER and space.get("device_fds") is None:
+        space = dict(space, device_fds=open_device_nodes(space["pid"]))
     pid = space["pid"]
     base: Dict[str, Any] = {"target": target, "device_id": device_id, "pid": pid, "when": when or {}}
     if target != "Ascend":

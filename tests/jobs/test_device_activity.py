@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs.common.device_activity import INIT_PID_NS, BackgroundSample, pid_namespace, sample_device_activity
+from jobs.common.device_activity import (
+    INIT_PID_NS,
+    BackgroundSample,
+    open_device_nodes,
+    pid_namespace,
+    sample_device_activity,
+)
 from tests.conftest import assert_events_valid
 from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
 from workbench.ascend.activity import CONTAINER, HOST, pid_space
@@ -78,7 +84,9 @@ def test_host_pid_on_requested_npu_passes_and_keeps_raw_output(tmp_path, fake_sm
 def test_container_pid_matched_through_visible_devices(tmp_path, fake_smi, monkeypatch):
     monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "0,1")
     ctx = make_ctx(tmp_path, dict(ASCEND, id=0))
-    check = sample_device_activity(ctx, ctx.device, npu_smi=fake_smi(WIDE_26X), space=pid_space(CONTAINER, 412))
+    check = sample_device_activity(
+        ctx, ctx.device, npu_smi=fake_smi(WIDE_26X), space=pid_space(CONTAINER, 412, device_fds=["/dev/davinci0"])
+    )
     assert check["status"] == "observed-pass"
     assert check["evidence"]["rule"] == "container-pid"
     assert "via ASCEND_RT_VISIBLE_DEVICES=0,1" in check["detail"]
@@ -202,3 +210,13 @@ def test_pid_namespace_of_this_process_names_its_own_pid():
     space = pid_namespace()
     assert space["pid"] == os.getpid() and space["space"] in (HOST, CONTAINER)
     assert (space["space"] == HOST) == (os.readlink("/proc/self/ns/pid") == INIT_PID_NS)
+
+
+def test_open_device_nodes_lists_the_davinci_nodes_a_process_holds(tmp_path):
+    fd = tmp_path / "75" / "fd"
+    fd.mkdir(parents=True)
+    for n, target in enumerate(["/dev/davinci_manager", "/dev/davinci3", "/dev/null", "/dev/davinci3", "pipe:[1]"]):
+        os.symlink(target, str(fd / str(n)))
+    assert open_device_nodes(75, str(tmp_path)) == ["/dev/davinci3"]
+    assert open_device_nodes(76, str(tmp_path)) is None  # unreadable: not "none held"
+    assert open_device_nodes(os.getpid()) == []  # this test process holds no NPU

@@ -20,9 +20,14 @@ def parse(name: str):
     return parse_info(fixture_text(name))
 
 
-def verdict(name: str, pid: int, device_id: int, visible=None, in_container=None, text=None, host_pid=None):
+HOLDS_NPU = ["/dev/davinci0"]  # the device nodes a process on an NPU holds open
+
+
+def verdict(
+    name: str, pid: int, device_id: int, visible=None, in_container=None, text=None, host_pid=None, fds=HOLDS_NPU
+):
     info = parse_info(text) if text is not None else parse(name)
-    space = pid_space({True: CONTAINER, False: HOST, None: None}[in_container], pid, host_pid)
+    space = pid_space({True: CONTAINER, False: HOST, None: None}[in_container], pid, host_pid, device_fds=fds)
     return activity_verdict(info, space, npu_for_device(device_id, visible, info.devices))
 
 
@@ -214,3 +219,14 @@ def test_unmappable_device_is_blocked():
     found = verdict(B3, 683935, 1, visible="3")
     assert found["status"] == "blocked"
     assert "outside ASCEND_RT_VISIBLE_DEVICES" in found["detail"]
+
+
+def test_a_unique_container_pid_is_ours_only_if_this_process_holds_a_device_open():
+    # Pid 412 is the only in-container 412 on NPU 0; a process on CPU holds no /dev/davinciN.
+    on_cpu = verdict(WIDE_26X, 412, 0, in_container=True, fds=[])
+    assert on_cpu["status"] == Evidence.FAIL, on_cpu
+    assert "is another container's: this process holds no /dev/davinci* node open" in on_cpu["detail"]
+    unknown = verdict(WIDE_26X, 412, 0, in_container=True, fds=None)
+    assert unknown["status"] == Evidence.BLOCKED and "could not be read" in unknown["detail"]
+    holds = verdict(WIDE_26X, 412, 0, in_container=True)
+    assert holds["status"] == Evidence.PASS and "holds /dev/davinci0 open" in holds["detail"]

@@ -89,15 +89,28 @@ HOST = "host"
 CONTAINER = "container"
 
 
-def pid_space(space: Optional[str], pid: int, host_pid: Optional[int] = None, why: str = "") -> Dict[str, Any]:
-    """The job's pid namespace: {space: host|container|None, pid, host_pid, why}.
+def pid_space(
+    space: Optional[str],
+    pid: int,
+    host_pid: Optional[int] = None,
+    why: str = "",
+    device_fds: Optional[List[str]] = None,
+) -> Dict[str, Any]:
+    """The job's pid namespace: {space: host|container|None, pid, host_pid, why, device_fds}.
 
     `pid` is the job's pid in its own namespace; `host_pid` the pid the host (and npu-smi's
     "Process id" column) gives it, when known: equal to `pid` in the host namespace.
+    `device_fds` are the /dev/davinciN nodes the process holds open (None: not read).
     """
     if space == HOST:
         host_pid = pid
-    return {"space": space, "pid": int(pid), "host_pid": None if host_pid is None else int(host_pid), "why": why}
+    return {
+        "space": space,
+        "pid": int(pid),
+        "host_pid": None if host_pid is None else int(host_pid),
+        "why": why,
+        "device_fds": device_fds,
+    }
 
 
 def _row_label(row: Dict[str, Any]) -> str:
@@ -154,8 +167,29 @@ def _choose(info: NpuSmiInfo, space: Dict[str, Any], npu: Any, chip: Any) -> Dic
         return out
     mine = [r for r in rows if on_device(r, npu, chip)]
     out.update(rule="container-pid", row=mine[0] if mine else None)
-    if mine:
-        out["note"] = "the only row with in-container pid %d" % pid
+    if not mine:
+        return out
+    # A unique in-container pid may still be another container's process while this one is on no
+    # NPU: only a device node this process holds open says the row can be its own.
+    fds = space.get("device_fds")
+    label = _row_label(mine[0])
+    if fds is None:
+        out["problem"] = (
+            "the only row with in-container pid %d (%s) may be another container's, and which "
+            "/dev/davinci* nodes this process holds open could not be read" % (pid, label)
+        )
+    elif not fds:
+        out["row"] = None
+        out["note"] = (
+            "the only row with in-container pid %d (%s) is another container's: this process "
+            % (
+                pid,
+                label,
+            )
+            + "holds no /dev/davinci* node open"
+        )
+    else:
+        out["note"] = "the only row with in-container pid %d; this process holds %s open" % (pid, ", ".join(fds))
     return out
 
 
