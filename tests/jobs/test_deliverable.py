@@ -69,6 +69,8 @@ def test_deliverable_holds_the_candidate_and_verifies(frozen_record):
     steps = [line.split("|")[1].strip() for line in head.splitlines() if line.startswith("| ") and "---" not in line]
     assert steps[1:] == ["split", "training run", "freeze", "test", "alignment", "export", "reference outputs"]
     assert "`reproduce/reference/export-001/logits.npy` (the candidate)" in report
+    export_section = report.split("### export-001")[1]
+    assert export_section.lstrip().split("\n\n")[1] == "About **the candidate** (checkpoint %s)." % cand.sha256[:12]
     manifest = subprocess.run(["sha256sum", "-c", "manifest.sha256"], cwd=str(out), capture_output=True, text=True)
     assert manifest.returncode == 0 and "deliverable/model.ckpt: OK" in manifest.stdout
 
@@ -104,6 +106,7 @@ def test_no_candidate_no_deliverable_and_the_record_says_so_first(tmp_path):
     text = "\n".join(lines)
     assert "`reproduce/reference/export-001/logits.npy` (NOT the candidate: checkpoint " in text
     assert "| export-001 | export | checkpoint " in text and "jobs/export-001/artifacts/model.mindir" in text
+    assert "no candidate is frozen, so nothing here is the hand-over." in text.split("### export-001")[1]
 
 
 def test_a_checkpoint_changed_after_the_freeze_is_not_handed_over(tmp_path):

@@ -91,3 +91,13 @@ def test_subjects_written_by_the_job_win_over_evidence():
     assert job_subject(job) == checkpoint_subject(A)
     assert job_subject(_job("align-002", "align", artifacts=[{"kind": "init-weights", "sha256": B, "source": "t"}]))
     assert lineage({"jobs": []}, None)["candidate"] is None
+
+
+def test_a_job_section_says_whom_its_evidence_is_about():
+    from workbench.record.markdown.candidate import about_line
+
+    report = _report()
+    report["candidate"] = lineage(report, CAND)
+    assert about_line(report, "export-002") == "About **the candidate** (checkpoint %s)." % A[:12]
+    assert about_line(report, "export-001").startswith("About **another model** (initial weights): not the candidate")
+    assert about_line(report, "train-001") == ""

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from workbench.record.lineage import SPLIT_PREFIX
 from workbench.record.markdown.tables import table
-from workbench.session.candidate import subject_label
+from workbench.session.candidate import CHECKPOINT_PREFIX, subject_label
 
 
 def _subject(value: Optional[str]) -> str:
@@ -84,3 +84,18 @@ def candidate_lines(report: Dict[str, Any]) -> List[str]:
             ],
         )
     return lines
+
+
+def about_line(report: Dict[str, Any], jid: str) -> str:
+    """Whom a job's evidence is about, for its section: the candidate, or another model (not the hand-over)."""
+    lineage = report.get("candidate") or {}
+    jobs = lineage.get("jobs") or {}
+    if jid in (jobs.get("test"), jobs.get("export")) or jid in (jobs.get("align") or []):
+        return "About **the candidate** (%s)." % subject_label(CHECKPOINT_PREFIX + lineage["candidate"]["sha256"])
+    for other in lineage.get("other_models") or []:
+        if other["jid"] == jid:
+            subject = _subject(other.get("subject")) if other.get("subject") else "subject not recorded"
+            if not lineage.get("candidate"):
+                return "About %s: no candidate is frozen, so nothing here is the hand-over." % subject
+            return "About **another model** (%s): not the candidate; its artefacts are not the hand-over." % subject
+    return ""

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from workbench.events.protocol import Evidence
 from workbench.record.markdown import appendix as ax
 from workbench.record.markdown import summary
-from workbench.record.markdown.candidate import candidate_lines
+from workbench.record.markdown.candidate import about_line, candidate_lines
 from workbench.record.markdown.tables import cell, num, table
 from workbench.record.ranks import parallel_block
 from workbench.render import humanize as h
@@ -596,6 +596,9 @@ class ReportWriter:
             self.add("No export job in this session.", "")
         for e in self.r["export"]:
             self.add("### %s" % e["jid"], "", status_line(e), "")
+            about = about_line(self.r, e["jid"])
+            if about:
+                self.add(about, "")
             self.add(*checks_line(e["checks"]))
             self.add(*artifacts_block(e["artifacts"]))
 
