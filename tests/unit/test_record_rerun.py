@@ -1,0 +1,73 @@
+"""The re-run of a record's lineage: job references, the comparisons and the sizes they name, finding the record."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.sessions.recorded import copy_real
+from workbench.record import rerun
+from workbench.session.store import SessionStore
+
+
+def test_references_to_lineage_jobs_follow_the_re_runs_and_others_are_refused():
+    cfg = {
+        "python": "/old/box/python",
+        "data": {"from": "data-001"},
+        "test": {"from": None},
+        "export": {"from": "init"},
+    }
+    out = rerun.rewrite_refs(cfg, "train-002", {"data-001": "data-001", "train-002": "train-001"})
+    assert out["data"]["from"] == "data-001" and out["export"]["from"] == "init" and "python" not in out
+    assert cfg["python"] == "/old/box/python"  # the record's config is not changed
+    with pytest.raises(rerun.RecordError, match="train-003 ran with train.resume_from=train-001, a job outside"):
+        rerun.rewrite_refs({"train": {"resume_from": "train-001"}}, "train-003", {"data-001": "data-002"})
+
+
+def test_losses_pass_within_the_stated_tolerance_and_name_the_epoch_and_size_otherwise():
+    same = rerun.compare_losses([2.5, 1.25], [2.5, 1.25])
+    assert same.status == rerun.PASS and "max |Δ| 0 (bit-identical" in same.detail
+    near = rerun.compare_losses([2.5], [2.5 + 1e-7])
+    assert near.status == rerun.PASS and "within tolerance" in near.detail
+    far = rerun.compare_losses([2.5, 1.25], [2.5, 1.2501])
+    assert far.status == rerun.FAIL and far.detail.startswith("epoch 2: recorded 1.25, reproduced 1.2501, |Δ| 0.0001")
+    assert rerun.compare_losses([2.5], [2.5, 1.0]).detail == "1 epochs recorded, 2 reproduced"
+
+
+def test_checkpoint_names_the_record_file_that_changed_and_the_bytes_that_differ(tmp_path):
+    import hashlib
+
+    held, new = tmp_path / "model.ckpt", tmp_path / "best.ckpt"
+    new.write_bytes(b"weights!")
+    sha = hashlib.sha256(b"weights!").hexdigest()
+    held.write_bytes(b"weights!")
+    assert rerun.compare_checkpoint(sha, held, new).status == rerun.PASS
+    held.write_bytes(b"weightz!")
+    bad = rerun.compare_checkpoint(sha, held, new)
+    assert bad.status == rerun.FAIL and "the record's model.ckpt has SHA-256" in bad.detail
+    assert bad.detail.endswith("1 of 8 bytes differ")
+    held.write_bytes(b"weights!")
+    new.write_bytes(b"weights!!")
+    other = rerun.compare_checkpoint(sha, held, new)
+    assert other.status == rerun.FAIL and other.detail.endswith("8 bytes against 9 bytes")
+
+
+def test_test_metrics_must_be_equal():
+    assert (
+        rerun.compare_test({"accuracy": 0.5, "macro_f1": 0.4}, {"accuracy": 0.5, "macro_f1": 0.4}).status
+        == "observed-pass"
+    )
+    diff = rerun.compare_test({"accuracy": 0.5, "macro_f1": 0.4}, {"accuracy": 0.5001, "macro_f1": 0.4})
+    assert diff.status == rerun.FAIL and diff.detail == "accuracy recorded 0.5, reproduced 0.5001"
+    assert rerun.compare_test(None, None).status == rerun.NOT_RUN
+
+
+def test_a_session_id_without_a_record_names_the_export_command(tmp_path):
+    root = tmp_path / "sessions"
+    sid = copy_real(root)
+    with pytest.raises(
+        rerun.RecordError, match="session %s has no record .*: write it with `ms-workbench export %s" % (sid, sid)
+    ):
+        rerun.find_record(sid, SessionStore(root))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(rerun.RecordError, match="holds no report.json"):
+        rerun.find_record(str(tmp_path / "empty"), SessionStore(root))
