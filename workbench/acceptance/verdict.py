@@ -170,7 +170,7 @@ def _split_spec(spec: str) -> Tuple[str, str]:
 def _check_device(rec: JobRecord, cid: str) -> Optional[str]:
     """Where a check was observed: the target its evidence names (probes), else the job's resolved device."""
     ev = rec.checks.get(cid) or {}
-    evidence = ev.get("evidence") if isinstance(ev.get("evidence"), dict) else {}
+    evidence = ev["evidence"] if isinstance(ev.get("evidence"), dict) else {}
     named = evidence.get("target") if isinstance(evidence.get("target"), str) else None
     return device_name(named or rec.check_device.get(cid) or rec.device.get("resolved")) or None
 
@@ -247,7 +247,7 @@ def judge_job_check(judge: LayerJudge, model: SessionModel, spec: str, cfg: Dict
 # -- the alignment pairs -------------------------------------------------------------------------------
 def align_pair(rec: JobRecord) -> Optional[str]:
     """Which required comparison an align job is: graph-vs-pynative (both fp32) or fp32-vs-candidate."""
-    align = rec.config.get("align") if isinstance(rec.config.get("align"), dict) else {}
+    align = rec.config["align"] if isinstance(rec.config.get("align"), dict) else {}
     ref, cand = align.get("reference") or {}, align.get("candidate") or {}
     if ref.get("precision") == "fp32" and cand.get("precision") == "fp32" and ref.get("mode") != cand.get("mode"):
         return "graph-vs-pynative"
@@ -270,8 +270,7 @@ def judge_alignment(judge: LayerJudge, model: SessionModel, pair: str, cfg: Dict
     device = device_name(cand) if cand not in (None, "auto") else device_name(rec.device.get("resolved"))
     row = _row(rec.jid, "align:" + pair, str(ev.get("status")), device, detail=str(ev.get("detail") or ""))
     bound = cfg.get("align_max_abs_diff")
-    diffs = [number(d.get("max_abs")) for d in rec.tensor_diffs]
-    diffs = [d for d in diffs if d is not None]
+    diffs = [d for d in (number(t.get("max_abs")) for t in rec.tensor_diffs) if d is not None]
     if bound is not None and diffs:
         row["value"], row["threshold"] = max(diffs), "<= %g" % bound
         if row["level"] == Evidence.PASS and max(diffs) > bound:
@@ -291,7 +290,8 @@ def best_train(model: SessionModel) -> Optional[JobRecord]:
     else the newest with one (its rows then say how it ended)."""
     scored = [r for r in model.of_kind("train") if r.best_epoch is not None]
     good = [r for r in scored if r.state not in ENDED_BADLY]
-    return (good or scored or [None])[-1]
+    chosen = good or scored
+    return chosen[-1] if chosen else None
 
 
 def _model_name(rec: JobRecord) -> str:
@@ -317,7 +317,7 @@ def judge_task(
                 judge.add(_row(None, check, Evidence.NOT_RUN, None, detail="no training run has validated an epoch"))
                 continue
             best = train.best_epoch or {}
-            val = best.get("val") if isinstance(best.get("val"), dict) else {}
+            val = best["val"] if isinstance(best.get("val"), dict) else {}
             _metric(
                 judge,
                 train.jid,

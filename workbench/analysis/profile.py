@@ -150,7 +150,8 @@ def type_of(full_name: str) -> str:
 def _union_ms(intervals: Iterable[Tuple[int, float]]) -> float:
     """Time covered by (start_ns, dur_ms) intervals, overlaps counted once."""
     spans = sorted((s, s + int(d * 1e6)) for s, d in intervals)
-    total, cur_s, cur_e = 0, None, None
+    total, cur_s = 0, 0
+    cur_e: Optional[int] = None
     for s, e in spans:
         if cur_e is None or s > cur_e:
             if cur_e is not None:

@@ -79,7 +79,7 @@ def driver_in_firmware_range(firmware_fields: Mapping[str, str], driver_version:
 
 
 def _side(
-    name: str, holder: Mapping[str, Any], key: str, other: str, other_version: Optional[str], other_from: str
+    name: str, holder: Mapping[str, Any], key: str, other: str, other_version: Optional[str], other_from: Optional[str]
 ) -> Dict[str, Any]:
     """One direction: does `holder`'s `key` list admit the other part's version?"""
     own = name.split("'")[0]

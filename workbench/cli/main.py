@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from workbench import __version__
 from workbench.cli.numbers import number
@@ -209,7 +209,8 @@ def _remove_if_empty(store: SessionStore, sid: str) -> None:
 def _latest_job(store: SessionStore, ref: Optional[str]) -> Path:
     if ref and "/" in ref:
         return store.find_job(ref)
-    sid = ref or store.latest_with_running() or (store.sessions() or [None])[-1]
+    known = store.sessions()
+    sid = ref or store.latest_with_running() or (known[-1] if known else None)
     if sid is None:
         raise FileNotFoundError("no sessions under %s" % store.root)
     jobs = store.jobs(sid)
@@ -241,7 +242,7 @@ def cmd_sessions(args) -> int:
         from workbench.session.prune import prune
 
         return prune(store, args.prune, assume_yes=args.yes)
-    rows = []
+    rows: List[Dict[str, Any]] = []
     for sid in store.sessions():
         jobs = [
             {
@@ -274,7 +275,7 @@ def cmd_sessions(args) -> int:
     return 0
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))

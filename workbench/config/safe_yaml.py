@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
 import yaml
 from yaml.composer import ComposerError
@@ -33,7 +33,9 @@ class _Loader(yaml.SafeLoader):
                 None,
                 None,
                 "alias *%s: anchors and aliases are not allowed in a config (write the value out)" % event.anchor,
-                event.start_mark,
+                # types-PyYAML types an event's mark as either Mark class (pure or libyaml); MarkedYAMLError
+                # takes only the pure one in its stubs, though it only formats the mark it is given.
+                event.start_mark,  # type: ignore[arg-type]
             )
         if getattr(event, "anchor", None) is not None:
             raise ComposerError(
@@ -47,7 +49,7 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         """A mapping in which every key appears once (YAML would silently keep the last one)."""
         if isinstance(node, yaml.MappingNode):
-            lines = {}
+            lines: Dict[Any, int] = {}
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=True)
                 line = key_node.start_mark.line + 1

@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 VERSION = 1
 
@@ -54,7 +54,9 @@ def line_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield rest
 
 
-SCAN_OBJECT = json.JSONDecoder().scan_once  # what json.loads runs on a line, without its checks around it
+# What json.loads runs on a line, without its checks around it. typeshed leaves out JSONDecoder's scan_once,
+# which CPython sets on every decoder (json/decoder.py); its call is (string, index) -> (value, end index).
+SCAN_OBJECT: Callable[[str, int], Tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def decode_line(raw: bytes) -> Dict[str, Any]:

@@ -71,7 +71,8 @@ class RankSteps:
     def images_per_s(self) -> Optional[float]:
         """Images over wall time of the recent steady steps."""
         total_ms = sum(self.step_ms)
-        return 1000.0 * sum(self.sizes) / total_ms if total_ms > 0 and sum(self.sizes) else None
+        images = sum(self.sizes, 0)
+        return 1000.0 * images / total_ms if total_ms > 0 and images else None
 
 
 class StepSeries:
@@ -102,7 +103,7 @@ class StepSeries:
             self.loss.append(loss)
             if self.first_loss is None:
                 self.first_loss = self.min_loss = loss
-            elif loss < self.min_loss:  # type: ignore[operator]
+            elif loss < self.min_loss:
                 self.min_loss = loss
             self.last_loss = loss
         if type(ms) not in (float, int):

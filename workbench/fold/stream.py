@@ -60,24 +60,25 @@ def _fold_block(rec: JobRecord, block: bytes, transform: Any, objects_only: bool
         for raw in block[:-1].split(b"\n"):
             rec.lines += 1
             if raw.strip():
-                ev = decode_line(raw)
-                if transform is not None and (not objects_only or (raw.find(b"{", 1) > 0 and has_object(ev))):
-                    ev = transform(ev)
-                rec._fold(ev, rec.lines)
+                one = decode_line(raw)
+                if transform is not None and (not objects_only or (raw.find(b"{", 1) > 0 and has_object(one))):
+                    one = transform(one)
+                rec._fold(one, rec.lines)
         return
     scan, fold, find = SCAN_OBJECT, rec._fold, text.find  # the record's own per-line fold, as ingest_lines calls it
     idx, end_all = 0, len(text)
     while idx < end_all:
         nl = find("\n", idx)
         rec.lines += 1
-        ev = None
+        ev: Optional[Dict[str, Any]] = None
         if text[idx] == "{" and text[nl - 1] == "}":  # one object filling the line: scanned where it lies
+            found: Dict[str, Any]  # what the scan gives back from a "{"
             try:
-                ev, end = scan(text, idx)
+                found, end = scan(text, idx)
             except (StopIteration, ValueError):
-                end = -1
-            if end != nl or "type" not in ev:
-                ev = None
+                found, end = {}, -1
+            if end == nl and "type" in found:
+                ev = found
         if ev is None:
             line = text[idx:nl]
             if not line.strip(BLANK):

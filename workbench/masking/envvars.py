@@ -23,15 +23,13 @@ def allowed_name(name: str) -> bool:
 
 def record_env(environ: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """Allow-listed variables only, sorted by name, values masked by the one rule."""
-    return {
-        str(name): mask_value(str(name), environ[name]) for name in sorted(environ or {}) if allowed_name(str(name))
-    }
+    env: Mapping[str, Any] = environ or {}
+    return {str(name): mask_value(str(name), env[name]) for name in sorted(env) if allowed_name(str(name))}
 
 
 def masked_names(environ: Optional[Mapping[str, Any]]) -> List[str]:
     """Names whose values `record_env` masks, whole or in part (for saying so in a report)."""
+    env: Mapping[str, Any] = environ or {}
     return [
-        str(name)
-        for name in sorted(environ or {})
-        if allowed_name(str(name)) and mask_value(str(name), environ[name]) != environ[name]
+        str(name) for name in sorted(env) if allowed_name(str(name)) and mask_value(str(name), env[name]) != env[name]
     ]

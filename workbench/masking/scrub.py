@@ -179,7 +179,7 @@ class Scrubber:
         if kind == "json":
             try:
                 self.learn_obj(json.loads(data.decode("utf-8")))
-                return
+                return False
             except ValueError:
                 kind = "text"
         if kind == "jsonl":

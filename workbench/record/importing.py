@@ -429,7 +429,7 @@ def _session_info(staged: Path, sid: str) -> Dict[str, Any]:
 
 def _revision(info: Dict[str, Any]) -> Optional[str]:
     """The code revision the record names (session.json's `revision` or `code.revision`, when written)."""
-    code = info.get("code") if isinstance(info.get("code"), dict) else {}
+    code = info["code"] if isinstance(info.get("code"), dict) else {}
     value = info.get("revision") or code.get("revision") or info.get("git")
     return str(value) if value else None
 

@@ -61,7 +61,7 @@ def confused_pairs(matrix: Any, names: Sequence[str], k: int = CONFUSED) -> List
     """The k largest off-diagonal cells (true class taken for another), with their share of the true class."""
     if not isinstance(matrix, list):
         return []
-    cells = []
+    cells: List[Dict[str, Any]] = []
     for t, row in enumerate(matrix):
         if not isinstance(row, list):
             continue

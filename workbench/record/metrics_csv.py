@@ -26,7 +26,7 @@ DEVICE_HEADER = (
 PER_CLASS_HEADER = ("job", "epoch", "label", "class", "precision", "recall", "f1", "support")
 
 
-def _csv(header: Sequence[str], rows: List[Sequence[Any]]) -> str:
+def _csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)

@@ -10,7 +10,8 @@ MAX_POINTS = 1500  # a polyline with more points than pixels only makes the file
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 
-Series = Tuple[str, Sequence[float], Sequence[float]]
+# A name, x values and y values as recorded (JSON values): a point whose x or y is not a finite number is left out.
+Series = Tuple[str, Sequence[Any], Sequence[Any]]
 
 
 def _finite(v: Any) -> bool:
@@ -223,10 +224,11 @@ def device_svg(jid: str, samples: Sequence[Dict[str, Any]], every: int = 1, seen
     xs = [float(d["t"]) - t0 if _finite(d.get("t")) else float("nan") for d in samples]
 
     def pct(d: Dict[str, Any]) -> float:
-        used, total = d.get("mem_used_mb"), d.get("mem_total_mb")
-        return 100.0 * used / total if _finite(used) and _finite(total) and total else float("nan")
+        if _finite(d.get("mem_used_mb")) and _finite(d.get("mem_total_mb")) and d["mem_total_mb"]:
+            return 100.0 * d["mem_used_mb"] / d["mem_total_mb"]
+        return float("nan")
 
-    series = [
+    series: List[Series] = [
         ("AI Core %", xs, [d.get("ai_core_pct") for d in samples]),
         ("memory used %", xs, [pct(d) for d in samples]),
         ("temperature °C", xs, [d.get("temp_c") for d in samples]),

@@ -54,7 +54,7 @@ def try_shared_lock(
     try:
         fcntl.flock(guard, fcntl.LOCK_EX)  # held only for the few calls below
         fd = open_lock(lock_path)
-        me = "job %s/%s (pid %d)" % (holder.get("session"), holder.get("jid"), holder.get("pid"))
+        me = "job %s/%s (pid %s)" % (holder.get("session"), holder.get("jid"), holder.get("pid"))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

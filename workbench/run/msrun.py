@@ -16,7 +16,7 @@ import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from workbench.system.atomic import write_text
 
@@ -198,7 +198,7 @@ def parallel_env(python: str, job_dir: Path, base_path: Optional[str] = None) ->
     return {"PATH": os.pathsep.join(p for p in (str(shim.parent), rest) if p)}
 
 
-def heartbeat_env(cfg: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def heartbeat_env(cfg: Dict[str, Any], environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """MS_NODE_TIMEOUT for msrun's cluster: a third of limits.stall_s, 10 to 30 s (MindSpore's own is 30 s).
 
     The scheduler names a lost node only when its heartbeat times out; a third of the stall

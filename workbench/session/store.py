@@ -180,7 +180,9 @@ class SessionStore:
 
     def named_or_newest(self, sid: Optional[str]) -> str:
         """`sid` checked against the root, else the newest session; FileNotFoundError when there is none."""
-        sid = sid or (self.sessions() or [None])[-1]
+        if not sid:
+            known = self.sessions()
+            sid = known[-1] if known else None
         if sid is None:
             raise FileNotFoundError("no sessions under %s" % self.root)
         self.session_dir(sid)
@@ -193,7 +195,7 @@ class SessionStore:
     def remember_ui(self, sid: str, **values: Any) -> None:
         """Record UI state (e.g. last_screen) under session.json's `ui`, written atomically."""
         info = self.info(sid)
-        ui = info.get("ui") if isinstance(info.get("ui"), dict) else {}
+        ui = info["ui"] if isinstance(info.get("ui"), dict) else {}
         if all(ui.get(k) == v for k, v in values.items()):
             return
         ui.update(values)

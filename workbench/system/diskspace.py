@@ -110,7 +110,7 @@ def disk_full(job_dir: Path) -> Optional[Dict[str, Any]]:
 
 def remove_partials(job_dir: Path) -> List[str]:
     """Delete temp files (`*.tmp`) under artifacts/ of a job that did not end ok; return what went."""
-    removed = []
+    removed: List[str] = []
     artifacts = Path(job_dir) / "artifacts"
     if not artifacts.is_dir():
         return removed

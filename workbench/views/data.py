@@ -107,7 +107,7 @@ class DataView(LatestJobView):
     def val_fraction(self) -> Optional[float]:
         """Validation fraction of the followed job."""
         split = _dict(self.result.get("split"))
-        value = split.get("val_fraction", self.started.get("val_fraction"))
+        value: Any = split.get("val_fraction", self.started.get("val_fraction"))
         return float(value) if type(value) in (int, float) else None
 
     @property

@@ -38,7 +38,7 @@ class SessionView(View):
     def _row(self, job: Any) -> JobRow:
         row = self.rows.get(job.jid)
         if row is None:
-            dev = job.spec.get("device") if isinstance(job.spec.get("device"), dict) else {}
+            dev = job.spec["device"] if isinstance(job.spec.get("device"), dict) else {}
             row = JobRow(
                 job.jid,
                 job.kind,

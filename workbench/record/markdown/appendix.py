@@ -152,7 +152,7 @@ def timing_md(perf_rows: Sequence[Dict[str, Any]], jobs: Sequence[Dict[str, Any]
     body: List[str] = []
     per_epoch = [p for p in perf_rows if p.get("epoch") is not None]
     if per_epoch:
-        firsts = {}
+        firsts: Dict[Any, Any] = {}
         for p in per_epoch:
             firsts.setdefault((p["jid"], p.get("rank")), p.get("epoch"))
         body += ["## Per-epoch timing", ""] + table(

@@ -85,8 +85,8 @@ def stack_lines(summary_obj: Any) -> List[str]:
     """The stack an environment job found, in one sentence: Python, packages, CANN, driver, firmware."""
     if not isinstance(summary_obj, dict):
         return []
-    py = summary_obj.get("python") if isinstance(summary_obj.get("python"), dict) else {}
-    pkgs = summary_obj.get("packages") if isinstance(summary_obj.get("packages"), dict) else {}
+    py = summary_obj["python"] if isinstance(summary_obj.get("python"), dict) else {}
+    pkgs = summary_obj["packages"] if isinstance(summary_obj.get("packages"), dict) else {}
     names = ", ".join(
         "%s %s" % (name, (p.get("version") if isinstance(p, dict) else p) or "not installed")
         for name, p in pkgs.items()
@@ -487,7 +487,7 @@ class ReportWriter:
         )
         if len(main) < len(rows):
             self.add("Per-epoch rows, each saying what it measures: [appendix/timing.md](%s)." % ax.TIMING, "")
-        recompiles = {}
+        recompiles: Dict[Any, Any] = {}
         for p in rows:
             for r in p.get("recompile") or []:
                 recompiles.setdefault((p["jid"], str(r)), (p["jid"], r))
@@ -570,7 +570,7 @@ class ReportWriter:
         if not a["jobs"]:
             self.add("No alignment job in this session.", "")
         for j in a["jobs"]:
-            worst = max(j["diffs"], key=lambda d: d.get("max_abs") or 0, default={})
+            worst: Dict[str, Any] = max(j["diffs"], key=lambda d: d.get("max_abs") or 0, default={})
             tol = "; ".join("atol %s, rtol %s" % (h.sci(at), h.sci(rt)) for at, rt in j["tolerances"]) or "-"
             self.add("### %s" % j["jid"], "", status_line(j), "")
             self.add(
