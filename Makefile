@@ -29,10 +29,15 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/ms-workbench
 
+# Extra pytest arguments (.ci/run adds --durations=25).
+PYTEST_ARGS ?=
+
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --config pyproject.toml
 	$(VENV)/bin/vermin --no-tips --violations -t=3.9- workbench jobs
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 $(COMPAT_STAMP): Makefile
 	test -x $(COMPAT_PY) || $(PYTHON) -m venv $(COMPAT_VENV)
@@ -45,7 +50,7 @@ $(COMPAT_STAMP): Makefile
 # A private lock folder: module-scoped job fixtures start before the per-test one exists.
 test-compat: $(STAMP) $(COMPAT_STAMP)
 	locks=$$(mktemp -d) && MS_WORKBENCH_LOCK_DIR=$$locks MS_WORKBENCH_PYTHON=$(abspath $(COMPAT_PY)) \
-		$(PY) -m pytest $(COMPAT_TESTS); rc=$$?; rm -rf $$locks; exit $$rc
+		$(PY) -m pytest $(PYTEST_ARGS) $(COMPAT_TESTS); rc=$$?; rm -rf $$locks; exit $$rc
 
 bench: $(STAMP)
 	$(PY) bench/data_load.py

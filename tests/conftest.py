@@ -1,94 +1,21 @@
-"""Shared test helpers: a sessions folder, the real CLI in a subprocess, polling, event checks."""
+"""Fixtures every test may use: a private device-lock folder, a sessions root checked afterwards, the CLI helpers."""
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import os
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable
 
 import pytest
 
-from workbench.events.protocol import validate_file
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
+from tests.support.waiting import wait_for
 from workbench.system.atomic import read_json
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli_argv(*args: Any) -> list:
-    """The argv of `python -m workbench ARGS` with this interpreter."""
-    return [sys.executable, "-m", "workbench"] + [str(a) for a in args]
-
-
-def cli_env(env: Optional[dict] = None) -> dict:
-    """This process's environment with the project importable, plus `env` on top."""
-    full = dict(os.environ)
-    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    full.update(env or {})
-    return full
-
-
-def run_cli(
-    *args: Any, env: Optional[dict] = None, timeout: float = 60.0, cwd: Optional[Path] = None
-) -> subprocess.CompletedProcess:
-    """Run `python -m workbench ARGS` as a real subprocess; return it with text stdout/stderr."""
-    return subprocess.run(
-        cli_argv(*args),
-        cwd=str(cwd or PROJECT_ROOT),
-        env=cli_env(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def poll_until(predicate: Callable[[], Any], timeout_s: float, poll_s: float = 0.05) -> Any:
-    """Poll `predicate` until it returns something truthy; return its last value (falsy after timeout_s)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(poll_s)  # the poll interval of this condition wait, not a delay anything relies on
-
-
-def wait_for(predicate: Callable[[], Any], timeout_s: float, poll_s: float = 0.05, what: str = "") -> Any:
-    """Poll `predicate` until it returns something truthy and return that; fail after timeout_s."""
-    value = poll_until(predicate, timeout_s, poll_s)
-    if not value:
-        raise AssertionError(
-            "timed out after %.1f s waiting for %s" % (timeout_s, what or getattr(predicate, "__name__", "a condition"))
-        )
-    return value
-
-
-@contextlib.contextmanager
-def tmpfs(where: Path, size: str) -> Iterator[Path]:
-    """A tmpfs of `size` mounted at `where` for the block (skips the test without root or mount rights)."""
-    where.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", str(where)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here: %s" % done.stderr.decode(errors="replace").strip())
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
-
-
-def assert_events_valid(job_dir: Path) -> None:
-    """Every line of the job's events.jsonl is a valid v1 event with contiguous seq."""
-    path = Path(job_dir) / "events.jsonl"
-    assert path.is_file(), "%s: no events.jsonl" % job_dir
-    problems = validate_file(str(path))
-    assert not problems, "%s:\n  %s" % (path, "\n  ".join(problems[:20]))
 
 
 def _damages_events_on_purpose(job_dir: Path) -> bool:
@@ -115,6 +42,22 @@ def _stop_leftovers(root: Path) -> None:
                     kill(target, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+
+# find_spec, not import: the test process never loads MindSpore (the jobs it starts do).
+HAS_MINDSPORE = importlib.util.find_spec("mindspore") is not None
+FOLDER_MARKS = {"jobs": "jobs", "ui": "ui"}  # tests/<folder>/ -> the marker each of its tests carries
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark each test by its folder (`-m jobs`, `-m "not ui"`); skip `requires_mindspore` tests without MindSpore."""
+    skip_ms = pytest.mark.skip(reason="MindSpore is not installed")
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        if folder in FOLDER_MARKS:
+            item.add_marker(FOLDER_MARKS[folder])
+        if not HAS_MINDSPORE and item.get_closest_marker("requires_mindspore"):
+            item.add_marker(skip_ms)
 
 
 def pytest_configure(config) -> None:

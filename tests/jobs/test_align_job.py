@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import PROJECT_ROOT, assert_events_valid, cli_env, run_cli
+from tests.support.cli import PROJECT_ROOT, cli_env, run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import read_all
 from workbench.system.atomic import read_json
 

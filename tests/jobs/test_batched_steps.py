@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from jobs.train.timing import EventPipe
-from tests.conftest import assert_events_valid
+from tests.support.events import assert_events_valid
 from workbench.config.layers import defaults
 from workbench.events.protocol import encode, read_all
 from workbench.events.steps import expand_steps

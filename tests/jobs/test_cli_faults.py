@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -14,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, cli_argv, cli_env
-from tests.jobs.test_supervisor import sets
-from tests.unit.test_report_prune import _session
+from tests.support.cli import PROJECT_ROOT, cli_argv, cli_env
+from tests.support.drills import sets
+from tests.support.prune_sessions import aged_session
 from workbench.session.prune import prune
 from workbench.session.store import SessionStore, job_status
 from workbench.system.atomic import read_json
@@ -73,7 +72,7 @@ def test_second_ctrl_c_is_one_clean_line_and_the_job_still_stops(sessions, tmp_p
     assert job_status(job_dir).state == "cancelled"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+@pytest.mark.requires_mindspore
 def test_ctrl_c_on_train_prints_status_folder_and_a_resume_command_that_works(sessions, tmp_path, wait_for, run_cli):
     proc, out, err = start_cli(
         tmp_path, "run", "train", "--sessions", sessions, *sets(*SYNTH, "train.epochs=2", "train.mode=pynative")
@@ -126,9 +125,9 @@ def _listening(port: int) -> bool:
 
 def test_prune_skips_a_symlinked_session_and_prints_the_summary(tmp_path):
     store = SessionStore(tmp_path / "root")
-    old_a, old_b = _session(store, 10), _session(store, 11)
+    old_a, old_b = aged_session(store, 10), aged_session(store, 11)
     elsewhere = SessionStore(tmp_path / "elsewhere")
-    target = _session(elsewhere, 12)
+    target = aged_session(elsewhere, 12)
     link = "20200101-000000-beef"
     os.symlink(str(elsewhere.root / target), str(store.root / link))
     out = io.StringIO()
@@ -144,7 +143,7 @@ def test_a_closed_stdout_ends_the_follower_quietly_and_the_job_goes_on(tmp_path)
     """`run … --json | head -1`: no traceback; the job is not the follower's child and ends on its own."""
     import subprocess as sp
 
-    from tests.conftest import cli_argv, cli_env
+    from tests.support.cli import cli_argv, cli_env
     from workbench.run.runner import JobRunner
 
     sessions = tmp_path / "sessions"

@@ -7,7 +7,6 @@ where one of its runs is compared with a local run and its checkpoint is tested 
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
@@ -16,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_events_valid, run_cli
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import Evidence, read_all
 from workbench.record.importing import verify_record
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 TINY = ["train.train_limit=2000", "train.val_limit=500", "train.epochs=2", "device.target=CPU"]
 TIMEOUT_S = 180

@@ -7,7 +7,6 @@ included, is validated.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any, Dict, List
@@ -16,10 +15,11 @@ import pytest
 
 from jobs.common import legs
 from jobs.precision import judge as judge_precision
-from tests.conftest import assert_events_valid, run_cli
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import Evidence, read_all
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 TINY = ["train.train_limit=1000", "train.val_limit=300", "train.warmup_steps=2"]
 JOB_TIMEOUT_S = 400

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
 from jobs.train import cpu_isa
-from tests.conftest import assert_events_valid, run_cli
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import read_all
 
 SYNTH = [
@@ -46,7 +46,7 @@ def conv_kernels(job_dir: Path):
     ]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+@pytest.mark.requires_mindspore
 def test_the_capped_cnn_runs_its_convolutions_with_gemm(tmp_path):
     proc = run_cli(
         "run",

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixtures.sessions.recorded import copy_real
 from tests.support.runtime_env import run_bare, runtime_path
+from tests.support.sessions import copy_real
 from workbench.record.write import export_session
 from workbench.session import candidate
 from workbench.session.store import SessionStore

@@ -15,8 +15,8 @@ from jobs.common.device_activity import (
     pid_namespace,
     sample_device_activity,
 )
-from tests.conftest import assert_events_valid
-from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
+from tests.support.ascend_fakes import DOCKER_FIXTURE, fixture_path, install_fake_npu_smi
+from tests.support.events import assert_events_valid
 from workbench.ascend.activity import CONTAINER, HOST, pid_space
 from workbench.config.layers import defaults
 from workbench.events.protocol import Evidence, read_all

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import tmpfs
-from tests.jobs.test_supervisor import sets
+from tests.support.drills import sets
+from tests.support.mounts import tmpfs
 from workbench.session.store import job_status
 from workbench.system.atomic import read_json
 
@@ -30,7 +29,7 @@ def full_disk(tmp_path):
         yield mnt
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+@pytest.mark.requires_mindspore
 def test_training_on_a_full_disk_names_enospc_and_removes_temp_files(run_cli, full_disk):
     proc = run_cli("run", "train", "--sessions", full_disk, *sets(*SYNTH), timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]

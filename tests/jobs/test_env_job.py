@@ -17,8 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, poll_until, run_cli
-from tests.fixtures.ascend_fakes import (
+from tests.support.ascend_fakes import (
     VERSIONS_800IA2,
     command_output,
     fixture_path,
@@ -27,7 +26,9 @@ from tests.fixtures.ascend_fakes import (
     make_fake_ascend_tree,
     section,
 )
-from tests.jobs.jobpython import COMPAT, job_mindspore
+from tests.support.cli import PROJECT_ROOT, run_cli
+from tests.support.jobpython import COMPAT, job_mindspore
+from tests.support.waiting import poll_until
 from workbench.masking.envvars import MASK
 from workbench.system.atomic import read_json
 from workbench.system.childproc import pid_running
@@ -48,7 +49,6 @@ SUMMARY_KEYS = [
 DEVICE_KEYS = {"npu", "chip", "name", "health", "power_w", "temp_c", "aicore_pct", "memory_mb", "hbm_mb"}
 PROBE_IDS = ["probe-add-fp32", "probe-matmul-fp16", "probe-matmul-fp32"]
 NO_PROBES = ["--set", "env.probes=false"]
-ms_missing = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
 MS_VERSION = metadata.version("mindspore") if importlib.util.find_spec("mindspore") else None
 
 
@@ -135,7 +135,7 @@ def fixture_section(tmp_path: Path, start: str, stop: str) -> Path:
 # Real probes on this machine
 
 
-@ms_missing
+@pytest.mark.requires_mindspore
 def test_cpu_probes_pass_with_fetched_values(sessions):
     run = run_env(
         sessions,
@@ -180,7 +180,7 @@ def test_cpu_probes_pass_with_fetched_values(sessions):
     assert run.finished == dict(run.finished, type="finished", status="ok", error=None)
 
 
-@ms_missing
+@pytest.mark.requires_mindspore
 def test_ascend_request_is_blocked_with_mindspores_message_and_exit_1(sessions):
     run = run_env(sessions, "--set", "device.target=Ascend")
     assert run.proc.returncode == 1
@@ -539,7 +539,7 @@ def test_only_probes_emits_the_probe_checks_and_the_device_setting(sessions):
     assert list(run.summary) == SUMMARY_KEYS
 
 
-@ms_missing
+@pytest.mark.requires_mindspore
 def test_explicit_ascend_probe_without_a_device_node_is_blocked_like_the_device_setting(sessions, tmp_path):
     # CANN tree found and set_env.sh sourced, npu-smi lists a device, but no /dev/davinci* node.
     sets, env = fake_board(tmp_path, fixture_path("npu-smi-info_310B4_atlas200IDKA2.txt"), "8.0.0", device_node=False)

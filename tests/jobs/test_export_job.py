@@ -15,7 +15,8 @@ import pytest
 from jobs.export.load_report import batch_rows
 from jobs.export.loaders import not_fresh
 from jobs.export.reference import choose_samples, find_confusion
-from tests.conftest import PROJECT_ROOT, assert_events_valid, cli_env, run_cli
+from tests.support.cli import PROJECT_ROOT, cli_env, run_cli
+from tests.support.events import assert_events_valid
 from workbench.analysis.metrics import most_confused_pairs
 from workbench.analysis.tensordiff import diff_tensors
 from workbench.data.dataset import CLASS_NAMES

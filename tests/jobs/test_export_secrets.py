@@ -76,7 +76,7 @@ def leaks(folder: Path) -> list:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     """A session with an env job and a train job run under the planted env vars and config value."""
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     root = tmp_path_factory.mktemp("secrets") / "sessions"
     env = dict(PLANTED_ENV, MS_WORKBENCH_SESSIONS=str(root))
@@ -97,7 +97,7 @@ def test_the_env_job_writes_its_events_masked(planted):
 
 
 def test_export_leaves_the_session_byte_identical_and_leaks_nothing(planted, tmp_path):
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     root, sid = planted
     session = root / sid

@@ -9,7 +9,6 @@ Needs root and `ip` (iproute2); skipped, saying which, otherwise.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import signal
@@ -20,8 +19,9 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from tests.conftest import cli_argv, cli_env, wait_for
-from tests.jobs.test_parallel import assert_no_process_left, by_type, processes_of
+from tests.support.cli import cli_argv, cli_env
+from tests.support.processes import assert_no_process_left, by_type, processes_of
+from tests.support.waiting import wait_for
 from workbench.events.protocol import read_all
 from workbench.events.steps import expand_steps
 from workbench.record.collect import collect
@@ -29,7 +29,8 @@ from workbench.session.store import SessionStore, job_status
 from workbench.system.atomic import read_json
 
 pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed"),
+    pytest.mark.requires_mindspore,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not hasattr(os, "geteuid") or os.geteuid() != 0, reason="network namespaces need root (ip netns add)"
     ),

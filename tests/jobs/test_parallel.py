@@ -6,17 +6,16 @@ The `sessions` fixture validates every events.jsonl afterwards (seq contiguous p
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import signal
 import socket
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import List
 
 import pytest
 
-from tests.conftest import poll_until, run_cli, wait_for
+from tests.support.cli import run_cli
+from tests.support.processes import assert_no_process_left, by_type, processes_of
+from tests.support.waiting import wait_for
 from workbench.events.protocol import read_all
 from workbench.events.steps import expand_steps
 from workbench.record.collect import collect
@@ -24,10 +23,8 @@ from workbench.record.markdown import report as markdown
 from workbench.run.runner import JobRunner
 from workbench.session.store import SessionStore, job_status
 from workbench.system.atomic import read_json
-from workbench.system.childproc import pid_running
 
-# find_spec, not import: this process must never load MindSpore (jobs are its children).
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 # 1000 synthetic images -> 900 train / 100 val.
 TINY = [
@@ -65,43 +62,6 @@ def job_dir_of(proc) -> Path:
     found = re.search(r"job \S+ in session \S+: (\S+)", proc.stderr)
     assert found, "no job line in stderr:\n%s\n%s" % (proc.stderr, proc.stdout)
     return Path(found.group(1))
-
-
-def processes_of(job_dir: Path) -> List[str]:
-    """Live processes whose command line or working folder mentions the job folder."""
-    needle = str(job_dir)
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        if not pid_running(int(entry)):
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as fh:
-                cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            cwd = os.readlink("/proc/%s/cwd" % entry)
-        except (OSError, IndexError):
-            continue
-        if needle in cmdline or cwd == needle or cwd.startswith(needle + os.sep):
-            found.append("%s cwd=%s %s" % (entry, cwd, cmdline[:160]))
-    return found
-
-
-def assert_no_process_left(job_dir: Path) -> None:
-    """Nothing of the job runs any more (waits a little for the kernel to reap the last ones)."""
-    poll_until(lambda: not processes_of(job_dir), 10)
-    left = processes_of(job_dir)
-    for line in left:  # do not leave them behind for the next test
-        try:
-            os.kill(int(line.split()[0]), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    assert not left, "processes of %s still alive:\n  %s" % (job_dir.name, "\n  ".join(left))
-
-
-def by_type(events: List[Dict[str, Any]], type_: str) -> List[Dict[str, Any]]:
-    """Events of one type."""
-    return [e for e in events if e.get("type") == type_]
 
 
 def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions):

@@ -7,18 +7,18 @@ start/stop/analyse) is exercised on this 2.10 install too.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import assert_events_valid, cli_env
+from tests.support.cli import cli_env
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import read_all
 from workbench.system.atomic import sha256_file
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 PROGRAM = r"""
 import json, statistics, sys, time

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
-from tests.fixtures.sessions.recorded import copy_real
+from tests.support.cli import cli_env, run_cli
+from tests.support.sessions import copy_real
 from workbench.record.write import export_session
 from workbench.session import candidate
 from workbench.session.store import SessionStore

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import assert_events_valid, run_cli
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.analysis import shift as shiftmod
 from workbench.data.dataset import CLASS_NAMES
 from workbench.data.locate import locate

@@ -8,34 +8,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List
 
 import pytest
 
+from tests.support.drills import live_group_members, newest_job, pid_running, sets, start_detached, step_count, types
 from workbench.events.protocol import EventReader, read_all, validate_file
 from workbench.run.runner import JobRunner
 from workbench.session.store import job_status
-from workbench.system import childproc
 from workbench.system.atomic import read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FAST = ("drill.steps=5", "drill.rate=200")
 QUICK_STOP = ("limits.grace_s=0.3",)
-
-
-def sets(*items: str) -> List[str]:
-    """--set arguments for each key=value."""
-    out: List[str] = []
-    for item in items:
-        out += ["--set", item]
-    return out
-
-
-def newest_job(root: Path) -> Path:
-    """The most recently created job folder under a sessions root."""
-    dirs = list(Path(root).glob("*/jobs/*"))
-    assert dirs, "no job folder under %s" % root
-    return max(dirs, key=lambda p: (read_json(p / "job.json")["created"], p.name))
 
 
 def run_drill(run_cli, sessions: Path, *items: str, extra=(), timeout: float = 30.0):
@@ -44,38 +28,9 @@ def run_drill(run_cli, sessions: Path, *items: str, extra=(), timeout: float = 3
     return proc, newest_job(sessions)
 
 
-def start_detached(run_cli, sessions: Path, *items: str, extra=()) -> Path:
-    """Start a drill with --detach and return its job folder."""
-    proc = run_cli("run", "drill", "--detach", "--sessions", sessions, *sets(*items), *extra, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    job_dir = Path(proc.stdout.strip())
-    assert (job_dir / "job.json").is_file(), proc.stdout
-    return job_dir
-
-
-def types(job_dir: Path) -> List[str]:
-    """Event types of a job, in order."""
-    return [e["type"] for e in read_all(str(job_dir / "events.jsonl"))]
-
-
 def exit_record(job_dir: Path) -> dict:
     """The supervisor's exit.json."""
     return read_json(job_dir / "exit.json")
-
-
-def pid_running(pid: int) -> bool:
-    """True while the process exists and is not a zombie (nothing here reaps orphans)."""
-    return childproc.pid_running(pid)
-
-
-def live_group_members(pgid: int) -> List[int]:
-    """Processes of a group that still run (zombies excluded)."""
-    return childproc.group_members(pgid)
-
-
-def step_count(job_dir: Path) -> int:
-    """Steps written so far."""
-    return sum(1 for t in types(job_dir) if t == "step")
 
 
 # --- normal end --------------------------------------------------------------------------------

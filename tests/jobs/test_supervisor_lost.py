@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.jobs.test_supervisor import live_group_members, pid_running, sets, start_detached, step_count
+from tests.support.drills import live_group_members, pid_running, sets, start_detached, step_count
 from workbench.run.runner import JobRunner
 from workbench.session.store import job_status
 from workbench.system.atomic import read_json, write_json

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import assert_events_valid, run_cli
-from tests.fixtures.sessions import variants
+from tests.support import variants
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import read_all
 
 

@@ -7,7 +7,6 @@ Every events.jsonl written here is validated at the end.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any, Dict, List
@@ -16,8 +15,10 @@ import numpy as np
 import pytest
 
 from jobs.common.datafeed import SYNTHETIC_SEED
-from tests.conftest import assert_events_valid, run_cli, wait_for
-from tests.jobs.jobpython import expected_read_back, expected_set_with
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
+from tests.support.jobpython import expected_read_back, expected_set_with
+from tests.support.waiting import wait_for
 from workbench.analysis.metrics import weighted_mean
 from workbench.data.split import stratified_split
 from workbench.data.synthetic import synthetic_fashion
@@ -26,8 +27,7 @@ from workbench.events.steps import expand_steps
 from workbench.run.runner import JobRunner
 from workbench.system.atomic import read_json
 
-# find_spec, not import: this process must never load MindSpore (jobs are its children).
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 # 2000 synthetic images -> 1800 train / 200 val; batch 64 gives 28 full batches + a tail of 8.
 SYNTH = [

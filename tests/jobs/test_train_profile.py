@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_events_valid, run_cli
-from tests.jobs.jobpython import job_mindspore
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
+from tests.support.jobpython import job_mindspore
 from workbench.events.protocol import read_all
 from workbench.events.steps import expand_steps
 from workbench.system.atomic import sha256_file
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 # 1800 synthetic training images at batch 64: 28 full steps and a tail of 8, one epoch.
 SETS = [

@@ -11,8 +11,9 @@ from textual.app import App, ComposeResult
 
 from screens.app import WorkbenchApp
 from screens.widgets.acceptance_table import AcceptanceTable
-from tests.fixtures.sessions import variants
-from tests.ui.recorded import until, wait_ingested
+from tests.support import variants
+from tests.support.pilot import until
+from tests.support.recorded import wait_ingested
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
 from workbench.fold.stream import fold_session

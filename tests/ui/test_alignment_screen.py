@@ -6,9 +6,9 @@ import pytest
 from textual.widgets import DataTable, Input
 
 from screens.app import WorkbenchApp
-from tests.conftest import assert_events_valid
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
+from tests.support.events import assert_events_valid
+from tests.support.pilot import settled, until
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
 from workbench.config.layers import defaults
 from workbench.run.runner import JobRunner
 from workbench.session.store import SessionStore, job_status

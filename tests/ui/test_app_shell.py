@@ -1,8 +1,7 @@
 """Pilot tests of the app shell: modes, the Session screen, quitting with a job running."""
 
 from screens.app import QuitScreen, WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import until
+from tests.support.pilot import settled, until
 from workbench.config.layers import defaults
 from workbench.run.runner import JobRunner
 from workbench.session.store import SessionStore, job_status

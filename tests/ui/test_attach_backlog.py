@@ -13,8 +13,8 @@ import pytest
 from bench.scale_sessions import SID, build_session
 from screens.app import WorkbenchApp
 from screens.widgets.status_bar import StatusBar
-from tests.ui.conftest import drew_its_model, settled, until
-from tests.ui.test_screen_states import KEYS, SCREENS, _cfg, _FrozenClock, _session
+from tests.support.pilot import drew_its_model, settled, until
+from tests.support.screen_states import KEYS, SCREENS, FrozenClock, state_config, state_session
 from workbench.config.layers import defaults
 from workbench.events.protocol import EventReader, decode_line
 from workbench.events.text import format_event
@@ -128,10 +128,12 @@ def _screen_text(app: WorkbenchApp) -> str:
 async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_after(
     tmp_path, monkeypatch, screen, state
 ):
-    monkeypatch.setattr("workbench.session.store.time", _FrozenClock)
-    sid = _session(tmp_path, state)
+    monkeypatch.setattr("workbench.session.store.time", FrozenClock)
+    sid = state_session(tmp_path, state)
     store = SessionStore(tmp_path)
-    after = WorkbenchApp(store, sid, _cfg())  # lands on the default screen, reads everything, then shows `screen`
+    after = WorkbenchApp(
+        store, sid, state_config()
+    )  # lands on the default screen, reads everything, then shows `screen`
     async with after.run_test(size=(120, 36)) as pilot:
         await settled(pilot)
         await pilot.press(KEYS[screen])
@@ -139,7 +141,7 @@ async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_af
         await settled(pilot)
         expected = _screen_text(after)
     store.remember_ui(sid, last_screen=screen)
-    before = GatedApp(store, sid, _cfg())  # lands on `screen` and draws it before reading a line
+    before = GatedApp(store, sid, state_config())  # lands on `screen` and draws it before reading a line
     async with before.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: before.painted and drew_its_model(before.screen), what="a first drawing")
         assert before.current_mode == screen and before.events_ingested == 0

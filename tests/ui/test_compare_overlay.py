@@ -9,7 +9,8 @@ import pytest
 
 from screens.app import WorkbenchApp
 from screens.compare_overlay import CompareOverlay, RunPicker, curve_chart
-from tests.ui.recorded import until, wait_ingested
+from tests.support.pilot import until
+from tests.support.recorded import wait_ingested
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 
@@ -75,7 +76,7 @@ def test_curve_chart_marks_both_series_and_their_overlap():
 
 def _with_imported_record(tmp_path) -> Path:
     """The compare fixture session, plus the recorded board session exported and imported beside it."""
-    from tests.fixtures.sessions.recorded import copy_recorded
+    from tests.support.sessions import copy_recorded
     from workbench.record.importing import import_record
     from workbench.record.write import export_session
 
@@ -88,7 +89,7 @@ def _with_imported_record(tmp_path) -> Path:
 
 async def test_an_imported_run_can_be_picked_and_its_session_is_marked(tmp_path):
     from screens.widgets.status_bar import StatusBar
-    from tests.fixtures.sessions.recorded import SID as BOARD_SID
+    from tests.support.sessions import SID as BOARD_SID
 
     app = _app(tmp_path)
     _with_imported_record(tmp_path)

@@ -9,8 +9,8 @@ import pytest
 from textual.app import App, ComposeResult
 
 from screens.widgets.device_panel import DevicePanel, panel_text
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES
+from tests.support.pilot import settled
+from tests.support.recorded import FIXTURES
 from workbench.fold.record import JobRecord
 
 SAMPLES = [json.loads(line) for line in (FIXTURES / "device_samples_310p3.jsonl").read_text().splitlines()]
@@ -19,7 +19,7 @@ SAMPLES = [json.loads(line) for line in (FIXTURES / "device_samples_310p3.jsonl"
 class PanelApp(App):
     """The panel alone, fed with what a train job's record folded."""
 
-    sid = None  # no session: tests.ui.conftest.settled has nothing to wait for but the drawing
+    sid = None  # no session: tests.support.pilot.settled has nothing to wait for but the drawing
 
     def __init__(self, samples, target):
         super().__init__()

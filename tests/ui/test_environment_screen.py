@@ -9,8 +9,8 @@ from rich.console import Console
 from textual.widgets import DataTable, Static
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
+from tests.support.pilot import settled, until
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
 from workbench.config.layers import defaults
 from workbench.run.runner import JobRunner
 from workbench.session.store import SessionStore
@@ -163,7 +163,7 @@ async def test_p_runs_only_the_probes_and_r_runs_everything_again(tmp_path, monk
 async def test_chip_table_shows_each_die_and_the_mcu_of_a_two_die_card(tmp_path, monkeypatch):
     import json
 
-    from tests.fixtures.ascend_fakes import two_die_card_status
+    from tests.support.ascend_fakes import two_die_card_status
     from workbench.ascend import chipstatus
 
     card = two_die_card_status(tmp_path)

@@ -8,8 +8,8 @@ import pytest
 from textual.widgets import DataTable, Select, TextArea
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
+from tests.support.pilot import settled, until
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, wait_ingested
 from workbench.config.layers import defaults
 from workbench.events.protocol import EventReader, read_all
 from workbench.fold.tracker import TrackedJob

@@ -61,7 +61,7 @@ def test_the_first_screen_starts_without_numpy_or_mindspore():
     code = (
         "import asyncio, json, sys, tempfile\n"
         "from screens.app import WorkbenchApp\n"
-        "from tests.ui.conftest import settled\n"
+        "from tests.support.pilot import settled\n"
         "from workbench.config.layers import defaults\n"
         "from workbench.session.store import SessionStore\n"
         "async def start():\n"

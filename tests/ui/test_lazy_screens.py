@@ -8,7 +8,7 @@ import time
 from typing import List
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
+from tests.support.pilot import settled
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 

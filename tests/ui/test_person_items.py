@@ -10,17 +10,18 @@ from textual.command import CommandList
 from screens.app import WorkbenchApp
 from screens.commands import WorkbenchCommands
 from screens.dialogs import ConfirmScreen, QuitScreen
-from tests.ui.recorded import mark_running, text_of, until, wait_ingested
-from tests.ui.test_screen_states import _cfg, _session
+from tests.support.pilot import until
+from tests.support.recorded import mark_running, text_of, wait_ingested
+from tests.support.screen_states import state_config, state_session
 from workbench.session.store import SessionStore
 
 
 def _app(root, state: str, running_train: bool = False) -> WorkbenchApp:
-    sid = _session(root, state)
+    sid = state_session(root, state)
     if running_train:  # the training still runs (a live pid, no exit record); the others ended
         (root / sid / "jobs" / "train-001" / "exit.json").unlink()
         mark_running(root / sid / "jobs" / "train-001")
-    return WorkbenchApp(SessionStore(root), sid, _cfg())
+    return WorkbenchApp(SessionStore(root), sid, state_config())
 
 
 async def test_form_fields_are_labelled_and_checked_by_the_config_rules(tmp_path):
@@ -54,7 +55,7 @@ async def test_reopening_lands_on_the_last_screen_else_the_running_job(tmp_path)
         await until(pilot, lambda: app.current_mode == "alignment")
     info = json.loads((tmp_path / app.sid / "session.json").read_text())
     assert info["ui"]["last_screen"] == "alignment"
-    again = WorkbenchApp(SessionStore(tmp_path), app.sid, _cfg())
+    again = WorkbenchApp(SessionStore(tmp_path), app.sid, state_config())
     async with again.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: again.current_mode == "alignment", what="landing on the last screen")
 
@@ -65,7 +66,7 @@ async def test_attach_lands_on_the_running_training_with_its_settings(tmp_path):
     cfg = json.loads(config.read_text())
     cfg["train"]["epochs"] = 30
     config.write_text(json.dumps(cfg))
-    app = WorkbenchApp(SessionStore(tmp_path), sid, _cfg())  # the app reads the session's jobs when it is made
+    app = WorkbenchApp(SessionStore(tmp_path), sid, state_config())  # the app reads the session's jobs when it is made
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.current_mode == "training", what="landing on Training")
         await wait_ingested(pilot, app)
@@ -155,7 +156,7 @@ async def test_small_terminal_one_key_per_pane_after_a_resize(tmp_path):
             await pilot.press(key)
             await until(
                 pilot,
-                lambda: app.screen.query_one(shown).display and app.screen.query_one(shown).size.height,
+                lambda shown=shown: app.screen.query_one(shown).display and app.screen.query_one(shown).size.height,
                 what="%s after %s" % (shown, key),
             )
         footer = [key for key, b in app.screen.active_bindings.items() if b.binding.show]

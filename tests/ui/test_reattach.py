@@ -14,8 +14,8 @@ import urllib.request
 from pathlib import Path
 
 from screens.app import WorkbenchApp
-from tests.conftest import PROJECT_ROOT, cli_env
-from tests.ui.recorded import until
+from tests.support.cli import PROJECT_ROOT, cli_env
+from tests.support.pilot import until
 from workbench.cli.main import build_parser
 from workbench.config.layers import defaults
 from workbench.events.protocol import validate_file
@@ -65,7 +65,7 @@ async def test_reopened_app_has_the_whole_history_follows_on_and_two_apps_agree(
             for pilot, row in ((pilot2, rows[0]), (pilot3, rows[1])):
                 await until(
                     pilot,
-                    lambda: job_dir.name in row and row[job_dir.name].events >= on_disk,
+                    lambda row=row: job_dir.name in row and row[job_dir.name].events >= on_disk,
                     timeout_s=20,
                     what="the reopened app to replay the %d events written so far" % on_disk,
                 )

@@ -5,8 +5,8 @@ import json
 from textual.binding import Binding
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import make_recorded_session, mark_running, until
+from tests.support.pilot import settled, until
+from tests.support.recorded import make_recorded_session, mark_running
 from workbench.config.layers import defaults
 from workbench.events.protocol import encode
 from workbench.session.store import SessionStore
@@ -74,7 +74,7 @@ async def test_hidden_screen_does_not_redraw_while_events_arrive(tmp_path):
         before_redraws, before_version = training.redraws, app.views["training"].version
         for k in range(5):
             _append_steps(events, 1 + 100 * k, 100)
-            await until(pilot, lambda: app.views["training"].steps_seen == 100 * (k + 1))
+            await until(pilot, lambda k=k: app.views["training"].steps_seen == 100 * (k + 1))
         await until(pilot, lambda: app.views["training"].steps_seen == 500)
         assert app.views["training"].version > before_version  # the model kept up ...
         assert training.redraws == before_redraws  # ... but the hidden screen drew nothing
@@ -120,6 +120,6 @@ async def test_following_steps_never_lays_out_the_training_screen_again(tmp_path
         before = training.redraws
         for k in range(4):
             _append_steps(events, 1 + 50 * k, 50)
-            await until(pilot, lambda: training.redraws > before + k)
+            await until(pilot, lambda k=k: training.redraws > before + k)
         assert training.redraws >= before + 4
         assert layouts == []  # each redraw repainted what changed, nothing was laid out again

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.conftest import cli_argv, cli_env
-from tests.ui.browser import Browser, Page, chromium_path
+from tests.support.browser import Browser, Page, chromium_path
+from tests.support.cli import cli_argv, cli_env
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None, reason="no chromium here (Debian: apt-get install -y chromium)"

@@ -13,8 +13,8 @@ import pytest
 from textual.widgets import Static
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import OK_EXIT, make_recorded_session, until, wait_ingested
+from tests.support.pilot import settled, until
+from tests.support.recorded import OK_EXIT, make_recorded_session, wait_ingested
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, cli_env
+from tests.support.cli import PROJECT_ROOT, cli_env
 from workbench.run.runner import JobRunner
 from workbench.session.store import job_status
 from workbench.system.atomic import read_json

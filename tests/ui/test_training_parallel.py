@@ -13,8 +13,8 @@ from rich.console import Console
 
 from screens.app import WorkbenchApp
 from screens.training import rank_rows
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.support.pilot import settled
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 from workbench.views.training import TrainingView

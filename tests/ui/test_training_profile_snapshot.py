@@ -6,8 +6,8 @@ import pytest
 from rich.console import Console
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, until, wait_ingested
+from tests.support.pilot import settled, until
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.sessions import variants
+from tests.support import variants
 from workbench.acceptance.performance import NOT_REQUIRED
 from workbench.acceptance.verdict import CPU_DEVICE_SUMMARY, evaluate
 from workbench.config.layers import defaults

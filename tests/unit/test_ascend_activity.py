@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.ascend_fakes import fixture_text
+from tests.support.ascend_fakes import fixture_text
 from workbench.ascend.activity import CONTAINER, HOST, activity_verdict, npu_for_device, pid_space
 from workbench.ascend.npusmi import parse_info
 from workbench.events.protocol import Evidence

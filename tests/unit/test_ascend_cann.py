@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.ascend_fakes import (
+from tests.support.ascend_fakes import (
     DK_A2_INFO,
     DOCKER_FIXTURE,
     SET_ENV_FIXTURE,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, fixture_path, fixture_text, install_fake_npu_smi
+from tests.support.ascend_fakes import DOCKER_FIXTURE, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.ascend import chipstatus
 from workbench.ascend.npusmi import parse_board, parse_usages, run_npu_smi
 from workbench.ascend.smiblocks import decimal

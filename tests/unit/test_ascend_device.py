@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.ascend_fakes import DOCKER_FIXTURE, command_output, fixture_path, fixture_text, install_fake_npu_smi
+from tests.support.ascend_fakes import DOCKER_FIXTURE, command_output, fixture_path, fixture_text, install_fake_npu_smi
 from workbench.events.protocol import Evidence
 from workbench.run import device as devicemod
 from workbench.run.device import detect, resolve

@@ -8,7 +8,7 @@ from typing import Dict
 
 import pytest
 
-from tests.fixtures.ascend_fakes import command_output, fixture_text
+from tests.support.ascend_fakes import command_output, fixture_text
 from workbench.ascend import errors
 
 COLLECTION = "errors_verbatim_collection.md"

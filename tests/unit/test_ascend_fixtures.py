@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.ascend_fakes import FIXTURE_DIR, shared_dir
+from tests.support.ascend_fakes import FIXTURE_DIR, shared_dir
 
 SHARED = shared_dir() / "fixtures" / "ascend"
 

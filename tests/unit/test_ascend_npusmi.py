@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.ascend_fakes import VERSIONS_800IA2, command_output, fixture_text, section
+from tests.support.ascend_fakes import VERSIONS_800IA2, command_output, fixture_text, section
 from workbench.ascend.npusmi import (
     NOT_FOUND_RC,
     TIMEOUT_RC,

@@ -9,8 +9,8 @@ from typing import List, Tuple
 
 import pytest
 
-from tests.conftest import wait_for
-from tests.fixtures.ascend_fakes import command_output, fixture_path, fixture_text, install_fake_npu_smi
+from tests.support.ascend_fakes import command_output, fixture_path, fixture_text, install_fake_npu_smi
+from tests.support.waiting import wait_for
 from workbench.ascend.npusmi import NOT_FOUND_RC, TIMEOUT_RC, classify_failure, parse_board, parse_info, run_npu_smi
 from workbench.system.childproc import group_members
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.fixtures.ascend_fakes import fixture_text
+from tests.support.ascend_fakes import fixture_text
 from workbench.ascend import pairing
 from workbench.ascend.pairing import normalize_cann, normalize_mindspore, pairing_verdict
 from workbench.events.protocol import Evidence

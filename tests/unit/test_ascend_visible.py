@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.ascend_fakes import fixture_text
+from tests.support.ascend_fakes import fixture_text
 from workbench.ascend.npusmi import parse_info
 from workbench.ascend.visible import check_visible_devices
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.conftest import poll_until
+from tests.support.waiting import poll_until
 from workbench.system.childproc import pid_running, run_child
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.ascend_fakes import shared_dir
 from workbench.data.dataset import CLASS_NAMES, scale
 from workbench.data.errors import DataError
 from workbench.data.loader import load_fashion_mnist
@@ -77,9 +78,9 @@ def test_file_records_carry_official_hashes(real):
 
 
 def test_bundled_copy_is_byte_identical_to_shared_source():
-    shared = Path("/work/shared/data/fashion-mnist")
+    shared = shared_dir() / "data" / "fashion-mnist"
     if not shared.is_dir():
-        pytest.skip("shared source folder not present on this machine")
+        pytest.skip("no shared/data/fashion-mnist at %s (set MSWB_SHARED)" % shared)
     for name in sorted(p.name for p in shared.iterdir()):
         assert (BUNDLED_DIR / name).read_bytes() == (shared / name).read_bytes(), name
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from jobs.common.device_telemetry import DeviceTelemetry
-from tests.conftest import wait_for
-from tests.fixtures.ascend_fakes import fixture_path, fixture_text, install_replaying_npu_smi, with_value
+from tests.support.ascend_fakes import fixture_path, fixture_text, install_replaying_npu_smi, with_value
+from tests.support.waiting import wait_for
 
 INFO = "derived_npu-smi-info_310P3-duo_two-chips_from_310x4.txt"
 COMMON = fixture_text("derived_npu-smi-info-t-common_310P3-duo_two-chips-and-mcu.txt")

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from jobs.env.probes import SET_ENV_MISSING, DeviceProbes
-from tests.fixtures.ascend_fakes import fixture_text, make_fake_ascend_tree
+from tests.support.ascend_fakes import fixture_text, make_fake_ascend_tree
 
 E2_LINE = "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file"
 MISSING = ["CANN toolkit not found (3 places looked at)", "%s (LD_LIBRARY_PATH: ...)" % SET_ENV_MISSING]

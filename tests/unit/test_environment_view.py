@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from tests.ui.recorded import FIXTURES
+from tests.support.recorded import FIXTURES
 from workbench.session.store import JobStatus
 from workbench.views.environment import EnvironmentView
 
@@ -64,7 +64,7 @@ def test_a_new_full_run_starts_from_nothing_and_a_refused_job_is_noticed():
 
 
 def test_chip_rows_come_from_the_cards_of_a_two_die_card(tmp_path):
-    from tests.fixtures.ascend_fakes import two_die_card_status
+    from tests.support.ascend_fakes import two_die_card_status
     from workbench.ascend import chipstatus
 
     card = two_die_card_status(tmp_path)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, tmpfs
+from tests.support.cli import cli_env
+from tests.support.mounts import tmpfs
 from workbench.events.protocol import EventWriter, read_all, validate_file
 
 # A child that writes one line, then one cut off by RLIMIT_FSIZE, then one after the limit is lifted.

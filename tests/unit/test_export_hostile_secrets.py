@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.fixtures.sessions.recorded import SID, copy_recorded
+from tests.support.sessions import SID, copy_recorded
 from workbench.masking.rule import MASK, MASK_MARKERS, PART_MASK, mask_text, secret_parts
 from workbench.record.write import export_session
 from workbench.session.store import SessionStore

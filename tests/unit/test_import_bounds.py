@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.sessions.recorded import SID, copy_recorded
+from tests.support.sessions import SID, copy_recorded
 from workbench.record import importing
 from workbench.record.importing import RecordRefused, import_record
 from workbench.record.write import export_session

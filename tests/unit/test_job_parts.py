@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import cli_env
+from tests.support.cli import cli_env
 from workbench.config import layers as config
 from workbench.events.protocol import Evidence, read_all
 from workbench.jobkit.config import JobConfig

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.fixtures.sessions.recorded import SID, copy_recorded
+from tests.support.cli import run_cli
+from tests.support.sessions import SID, copy_recorded
 from workbench.record.importing import (
     RecordRefused,
     check_members,

@@ -4,15 +4,13 @@ import csv
 import hashlib
 import io
 import json
-import time
 
-from tests.fixtures.sessions.recorded import SID, copy_recorded
-from workbench.events.protocol import encode
+from tests.support.job_folders import event, write_job
+from tests.support.sessions import SID, copy_recorded
 from workbench.record import metrics_csv
 from workbench.record.collect import FORMULA, collect
 from workbench.record.markdown import report as markdown
 from workbench.session.store import SessionStore
-from workbench.system.atomic import write_json
 
 SECTIONS = [
     "format",
@@ -39,31 +37,6 @@ def _recorded(tmp_path):
     store = SessionStore(tmp_path / "sessions")
     copy_recorded(store.root)
     return store, collect(store, SID)
-
-
-def _job(store, sid, jid, lines, exit_rec=None, created=None):
-    """A job folder written by hand: job.json, events.jsonl lines, optional exit.json."""
-    job = store.root / sid / "jobs" / jid
-    (job / "artifacts").mkdir(parents=True)
-    write_json(
-        job / "job.json",
-        {
-            "jid": jid,
-            "kind": jid.rsplit("-", 1)[0],
-            "created": created or time.time(),
-            "command": ["ms-workbench", "run", jid.rsplit("-", 1)[0]],
-            "device": {"resolved": "CPU", "id": 0},
-            "env": {},
-        },
-    )
-    (job / "events.jsonl").write_bytes(b"".join(l if isinstance(l, bytes) else encode(l).encode() for l in lines))
-    if exit_rec is not None:
-        write_json(job / "exit.json", exit_rec)
-    return job
-
-
-def _ev(seq, type_, **fields):
-    return dict({"v": 1, "seq": seq, "t": 1000.0 + seq, "type": type_}, **fields)
 
 
 def test_sections_come_in_the_report_order_and_the_dict_is_json(tmp_path):
@@ -134,13 +107,13 @@ def test_unknown_events_garbage_torn_tail_and_seq_gaps_are_kept_not_fatal(tmp_pa
     store = SessionStore(tmp_path)
     sid = store.create()
     lines = [
-        _ev(0, "started", kind="drill", pid=1, python="p", argv=[], version="0.1.0", device={}),
-        _ev(1, "gpu_temperature", celsius=71),
+        event(0, "started", kind="drill", pid=1, python="p", argv=[], version="0.1.0", device={}),
+        event(1, "gpu_temperature", celsius=71),
         b"this is not json\n",
-        _ev(3, "step", epoch=1, step=1, loss=0.5, step_ms=2.0, batch_size=8),
+        event(3, "step", epoch=1, step=1, loss=0.5, step_ms=2.0, batch_size=8),
         b'{"v":1,"seq":4,"t":1004.0,"type":"st',
     ]
-    _job(store, sid, "drill-001", lines, {"returncode": 0, "signal": None, "duration_s": 1.0})
+    write_job(store, sid, "drill-001", lines, {"returncode": 0, "signal": None, "duration_s": 1.0})
     (job,) = collect(store, sid)["jobs"]
     assert job["unknown"] == [{"seq": 1, "t": 1001.0, "celsius": 71, "type": "gpu_temperature"}]
     assert job["torn_tail_bytes"] == len(b'{"v":1,"seq":4,"t":1004.0,"type":"st')
@@ -180,11 +153,11 @@ def test_a_running_job_is_reported_as_running(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
     # No exit.json and created a moment ago: the runner's "starting" window.
-    _job(
+    write_job(
         store,
         sid,
         "train-001",
-        [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})],
+        [event(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})],
     )
     r = collect(store, sid)
     assert r["still_running"] == ["train-001"]
@@ -198,12 +171,12 @@ def test_a_file_written_again_is_checked_at_its_last_artifact_event(tmp_path):
     sid = store.create()
     versions = (b"state after epoch 1", b"state after epoch 2")
     lines = [
-        _ev(
+        event(
             i, "artifact", path="artifacts/state.ckpt", kind="state", bytes=len(v), sha256=hashlib.sha256(v).hexdigest()
         )
         for i, v in enumerate(versions)
     ]
-    job = _job(store, sid, "train-001", lines)
+    job = write_job(store, sid, "train-001", lines)
     (job / "artifacts" / "state.ckpt").write_bytes(versions[-1])
     r = collect(store, sid)
     assert [a["on_disk"] for a in r["training"]["runs"][0]["artifacts"]] == ["superseded", "matches"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.sessions import variants
+from tests.support import variants
 from workbench.record.collect import collect
 from workbench.record.limitations import not_verified_here
 from workbench.record.markdown import appendix as ax
@@ -98,7 +98,7 @@ def test_the_next_command_section_separates_failed_blocked_and_not_required(cour
 
 
 def test_a_failed_check_on_the_recorded_session_is_never_called_blocked(tmp_path):
-    from tests.fixtures.sessions.recorded import copy_real
+    from tests.support.sessions import copy_real
 
     sid = copy_real(tmp_path)
     text = markdown.render(collect(SessionStore(tmp_path), sid))

@@ -7,7 +7,7 @@ import io
 import json
 import xml.etree.ElementTree as ET
 
-from tests.ui.recorded import FIXTURES
+from tests.support.recorded import FIXTURES
 from workbench.record import metrics_csv
 from workbench.render import svg
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from screens.screenshots import shooter
-from tests.fixtures.sessions.recorded import API_KEY, SECRET, SID, copy_real, copy_recorded, plant_secrets
+from tests.support.sessions import API_KEY, SECRET, SID, copy_real, copy_recorded, plant_secrets
 from workbench.masking.scrub import MASK
 from workbench.record.write import export_session
 from workbench.session.store import SessionStore
@@ -38,9 +39,13 @@ def exported(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exported_real(tmp_path_factory):
-    """The session recorded from the real jobs (tests/fixtures/sessions/record_real.py), exported once."""
+    """The session recorded from the real jobs (tests/fixtures/sessions/record_real.py), exported once.
+
+    Its jobs' interpreter is this test's own (sys.executable): the export lists that interpreter's
+    packages, so the lock tests need MindSpore and NumPy in it (`requires_mindspore`).
+    """
     root = tmp_path_factory.mktemp("real") / "sessions"
-    sid = copy_real(root)
+    sid = copy_real(root, interpreter=sys.executable)
     out = export_session(SessionStore(root), sid, None, screenshots=shooter(root, sid))
     return root / sid, out
 
@@ -232,6 +237,7 @@ def test_full_real_session_report_is_short_and_opens_with_acceptance(exported_re
     assert sum(line.count("**best**") for line in lines) == 1
 
 
+@pytest.mark.requires_mindspore
 def test_real_package_verifies_and_holds_code_lock_revision_and_reference(exported_real, tmp_path):
     session_dir, out = exported_real
     sid = session_dir.name
@@ -256,6 +262,7 @@ def test_real_package_verifies_and_holds_code_lock_revision_and_reference(export
     assert _sha256sum("export/session.sha256", tmp_path / sid).returncode == 0
     assert "def build_net" in (unpacked / "reproduce" / "model.py").read_text()
     lock = (unpacked / "reproduce" / "requirements.lock").read_text().splitlines()
+    assert lock[0].startswith("# Packages of the jobs interpreter %s (Python " % sys.executable), lock[:2]
     assert any(re.match(r"^mindspore==\d", l, re.I) for l in lock) and any(l.startswith("numpy==") for l in lock)
     revision = json.loads((unpacked / "reproduce" / "revision.json").read_text())
     assert len(revision["source_tree_sha256"]) == 64

@@ -8,33 +8,18 @@ import time
 
 import pytest
 
-from tests.conftest import cli_argv, cli_env
+from tests.support.cli import cli_argv, cli_env
+from tests.support.prune_sessions import DAY_S, aged_session
 from workbench.config.layers import defaults
 from workbench.run.runner import JobRunner
 from workbench.session.prune import candidates, prune
 from workbench.session.store import SessionStore
 from workbench.system.atomic import read_json, write_json
 
-DAY_S = 86400.0
-
-
-def _session(store: SessionStore, age_days: float, with_job: bool = True) -> str:
-    """A finished session whose last activity was `age_days` ago."""
-    sid = store.create()
-    then = time.time() - age_days * DAY_S
-    info = read_json(store.root / sid / "session.json")
-    write_json(store.root / sid / "session.json", dict(info, created=then))
-    if with_job:
-        job = store.new_job_dir(sid, "drill")
-        write_json(job / "job.json", {"jid": job.name, "kind": "drill", "created": then})
-        write_json(job / "exit.json", {"returncode": 0, "signal": None, "duration_s": 1.0, "ended_at": then + 1})
-        (job / "events.jsonl").write_text("")
-    return sid
-
 
 def test_only_old_finished_sessions_are_candidates(tmp_path):
     store = SessionStore(tmp_path)
-    old, old_empty, recent = _session(store, 10), _session(store, 9, with_job=False), _session(store, 0.5)
+    old, old_empty, recent = aged_session(store, 10), aged_session(store, 9, with_job=False), aged_session(store, 0.5)
     assert sorted(c.sid for c in candidates(store, 7)) == sorted([old, old_empty])
     assert [c.sid for c in candidates(store, 9.5)] == [old]
     assert candidates(store, 30) == []
@@ -43,7 +28,7 @@ def test_only_old_finished_sessions_are_candidates(tmp_path):
 
 def test_a_late_job_keeps_an_old_session(tmp_path):
     store = SessionStore(tmp_path)
-    sid = _session(store, 10)
+    sid = aged_session(store, 10)
     job = store.new_job_dir(sid, "env")
     write_json(job / "job.json", {"jid": job.name, "kind": "env", "created": time.time() - DAY_S})
     write_json(job / "exit.json", {"returncode": 0, "ended_at": time.time() - DAY_S})
@@ -52,7 +37,7 @@ def test_a_late_job_keeps_an_old_session(tmp_path):
 
 def test_prune_asks_and_deletes_only_on_yes(tmp_path):
     store = SessionStore(tmp_path)
-    old, recent = _session(store, 10), _session(store, 1)
+    old, recent = aged_session(store, 10), aged_session(store, 1)
     out = io.StringIO()
     assert prune(store, 7, stdin=io.StringIO("n\n"), stdout=out) == 1
     assert "delete these 1 sessions" in out.getvalue() and "nothing deleted" in out.getvalue()
@@ -66,7 +51,7 @@ def test_prune_asks_and_deletes_only_on_yes(tmp_path):
 
 def test_prune_never_deletes_a_session_with_a_running_job(tmp_path, wait_for):
     store = SessionStore(tmp_path)
-    sid = _session(store, 10)
+    sid = aged_session(store, 10)
     cfg = defaults()
     cfg["drill"].update(steps=3000, rate=100)
     job = JobRunner(store).start(sid, "drill", cfg)
@@ -85,7 +70,7 @@ def test_prune_never_deletes_a_session_with_a_running_job(tmp_path, wait_for):
 
 def test_cli_prune_reads_the_answer_from_stdin(tmp_path):
     store = SessionStore(tmp_path)
-    old = _session(store, 10)
+    old = aged_session(store, 10)
     argv = cli_argv("sessions", "--sessions", tmp_path, "--prune", "7")
     declined = subprocess.run(argv, input="n\n", capture_output=True, text=True, env=cli_env(), timeout=60)
     assert declined.returncode == 1 and store.sessions() == [old]
@@ -93,7 +78,7 @@ def test_cli_prune_reads_the_answer_from_stdin(tmp_path):
     accepted = subprocess.run(argv, input="y\n", capture_output=True, text=True, env=cli_env(), timeout=60)
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert store.sessions() == []
-    old = _session(store, 10)
+    old = aged_session(store, 10)
     forced = subprocess.run(
         argv + ["--yes"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=cli_env(), timeout=60
     )
@@ -103,7 +88,7 @@ def test_cli_prune_reads_the_answer_from_stdin(tmp_path):
 @pytest.mark.parametrize("keep", [float("nan"), float("inf"), float("-inf"), "7", None, True])
 def test_prune_refuses_a_keep_that_is_not_a_finite_number(tmp_path, keep):
     store = SessionStore(tmp_path)
-    old, new = _session(store, 10), _session(store, 0.01)
+    old, new = aged_session(store, 10), aged_session(store, 0.01)
     out = io.StringIO()
     assert prune(store, keep, assume_yes=True, stdout=out) == 2
     assert "nothing deleted" in out.getvalue()
@@ -113,7 +98,7 @@ def test_prune_refuses_a_keep_that_is_not_a_finite_number(tmp_path, keep):
 @pytest.mark.parametrize("created", [float("nan"), float("inf"), float("-inf"), "yesterday", None, [1]])
 def test_a_session_whose_dates_are_not_dates_is_kept(tmp_path, created):
     store = SessionStore(tmp_path)
-    sid = _session(store, 10)
+    sid = aged_session(store, 10)
     info = read_json(store.root / sid / "session.json")
     write_json(store.root / sid / "session.json", dict(info, created=created))
     assert candidates(store, 0) == []
@@ -123,7 +108,7 @@ def test_a_session_whose_dates_are_not_dates_is_kept(tmp_path, created):
 
 def test_a_job_date_that_is_not_finite_keeps_the_session(tmp_path):
     store = SessionStore(tmp_path)
-    sid = _session(store, 10)
+    sid = aged_session(store, 10)
     job = store.jobs(sid)[0]
     (job / "exit.json").write_text('{"returncode": 0, "ended_at": NaN}')
     assert candidates(store, 0) == []
@@ -131,7 +116,7 @@ def test_a_job_date_that_is_not_finite_keeps_the_session(tmp_path):
 
 def test_a_session_dated_after_the_clock_is_kept_and_named(tmp_path):
     store = SessionStore(tmp_path)
-    sid = _session(store, -365)  # made while the clock ran a year ahead, or the clock was set back since
+    sid = aged_session(store, -365)  # made while the clock ran a year ahead, or the clock was set back since
     out = io.StringIO()
     assert prune(store, 0, assume_yes=True, stdout=out) == 0
     assert store.sessions() == [sid]

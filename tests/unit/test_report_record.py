@@ -3,7 +3,7 @@
 import copy
 import json
 
-from tests.unit.test_report_collect import _ev, _job
+from tests.support.job_folders import event, write_job
 from workbench.events.protocol import encode
 from workbench.record.collect import collect
 from workbench.record.limitations import confused_pairs, weakest_classes
@@ -100,10 +100,10 @@ def _session(tmp_path, epochs_best=(True, True, False)):
     per_class = [{"precision": 0.9, "recall": 0.9, "f1": 0.9, "support": 50} for _ in range(10)]
     per_class[6] = {"precision": 0.7, "recall": 0.6, "f1": 0.65, "support": 50}
     per_class[4] = {"precision": 0.8, "recall": 0.8, "f1": 0.8, "support": 50}
-    events = [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})]
+    events = [event(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})]
     for n, best in enumerate(epochs_best, start=1):
         events.append(
-            _ev(
+            event(
                 n,
                 "epoch",
                 epoch=n,
@@ -117,7 +117,7 @@ def _session(tmp_path, epochs_best=(True, True, False)):
     k = len(events)
     for n in range(1, len(epochs_best) + 1):
         events.append(
-            _ev(
+            event(
                 k,
                 "perf",
                 scope="epoch",
@@ -132,7 +132,7 @@ def _session(tmp_path, epochs_best=(True, True, False)):
         )
         k += 1
     events.append(
-        _ev(
+        event(
             k,
             "perf",
             scope="run",
@@ -144,8 +144,8 @@ def _session(tmp_path, epochs_best=(True, True, False)):
             peak_device_mb=None,
         )
     )
-    events.append(_ev(k + 1, "finished", status="ok", error=None))
-    _job(store, sid, "train-001", events)
+    events.append(event(k + 1, "finished", status="ok", error=None))
+    write_job(store, sid, "train-001", events)
     return store, sid
 
 
@@ -209,10 +209,10 @@ def test_weakest_and_confused_ignore_broken_input():
 def test_a_parallel_run_lists_every_rank_the_effective_batch_and_the_caveat(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
-    events = [_ev(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})]
+    events = [event(0, "started", kind="train", pid=1, python="p", argv=[], version="0.1.0", device={})]
     for rank, rate in ((0, 7000.0), (1, 6800.0)):
         events.append(
-            _ev(
+            event(
                 len(events),
                 "perf",
                 scope="run",
@@ -222,8 +222,8 @@ def test_a_parallel_run_lists_every_rank_the_effective_batch_and_the_caveat(tmp_
                 steady={"n": 10, "median_ms": 4.5, "p95_ms": 6.0, "images_per_s": rate},
             )
         )
-    events.append(_ev(len(events), "finished", status="ok", error=None))
-    job = _job(store, sid, "train-001", events)
+    events.append(event(len(events), "finished", status="ok", error=None))
+    job = write_job(store, sid, "train-001", events)
     (job / "config.json").write_text('{"train": {"batch_size": 32, "parallel": {"workers": 2}}}')
     report = collect(store, sid)
     par = report["training"]["runs"][0]["parallel"]
@@ -288,7 +288,7 @@ def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
         {"median_ms": m, "images_per_s": 64000.0 / m, "steps": 50, "loadavg_1_5_15": [load, 1.0, 1.0]}
         for m, load in ((4.0, 1.2), (5.0, 2.5), (4.5, 1.9))
     ]
-    check = _ev(
+    check = event(
         len(events) - 1,
         "check",
         id="perf-repeats",
@@ -326,7 +326,7 @@ def test_the_recorded_parallel_run_lists_both_ranks(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "events" / "train_parallel.jsonl"
-    job = _job(store, sid, "train-001", [fixture.read_bytes()])
+    job = write_job(store, sid, "train-001", [fixture.read_bytes()])
     (job / "config.json").write_text('{"train": {"batch_size": 32, "parallel": {"workers": 2}}}')
     report = collect(store, sid)
     par = report["training"]["runs"][0]["parallel"]

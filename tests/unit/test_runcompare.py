@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 from workbench.compare.inputs import compare_dirs, fold_run, run_test_evaluations
 from workbench.compare.runs import (
     Tolerances,

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from rich.console import Console
 
-from tests.ui.conftest import read_everything, until  # noqa: F401  (until: imported from here by tests)
+from tests.support.pilot import read_everything, until  # noqa: F401  (until: imported from here by tests)
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 
@@ -25,7 +25,7 @@ OK_EXIT = {
     "started_at": 0.0,
     "ended_at": 1.0,
 }
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "events"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "events"
 
 
 def make_recorded_session(

@@ -1,0 +1,89 @@
+"""The sessions of tests/fixtures/sessions: copy one into a test's sessions root, plant secrets in it.
+
+SID is the hand-written session (build_fixture.py); recorded/ holds the one session recorded
+from the real jobs (record_real.py), whose id changes with each recording.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+SID = "20250314-101500-a1b2"
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / SID
+REAL_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "recorded"
+SECRET = "hunter2"
+API_KEY = "AK-planted-7f3e9c1d"
+
+
+def copy_recorded(root: Path) -> str:
+    """Copy the recorded session under `root`; return its id."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(str(FIXTURE_DIR), str(root / SID))
+    return SID
+
+
+def real_sid() -> str:
+    """Id of the session recorded from the real jobs (record_real.py keeps exactly one)."""
+    (sid,) = [p.name for p in REAL_DIR.iterdir() if p.is_dir()]
+    return sid
+
+
+def recorded_interpreter(session_dir: Path) -> str:
+    """The job interpreter the recording machine named (its env job's `started` event)."""
+    first = (session_dir / "jobs" / "env-001" / "events.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    started = json.loads(first)
+    assert started["type"] == "started" and started["python"], first
+    return started["python"]
+
+
+def copy_real(root: Path, interpreter: str = sys.executable) -> str:
+    """Copy the session recorded from the real jobs under `root`, its job interpreter set to `interpreter`.
+
+    The recording names the interpreter by its path on the machine that recorded it, which no other
+    machine has: each job's `python` (job.json) and its `started` event's `python` are rewritten to
+    `interpreter` (this test's own by default), so a reader that runs it (the export's package
+    list) runs one that exists. Every other value, the recorded paths in details and evidence
+    included, is kept as recorded. Returns the session id.
+    """
+    sid = real_sid()
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(str(REAL_DIR / sid), str(root / sid))
+    recorded = recorded_interpreter(root / sid)
+    field = re.compile(r'("python":\s*)%s' % re.escape(json.dumps(recorded)))
+    for job in sorted((root / sid / "jobs").iterdir()):
+        for name, count in (("job.json", 1), ("events.jsonl", 1)):
+            path = job / name
+            text = path.read_text(encoding="utf-8")
+            if name == "events.jsonl":  # only the started line names the interpreter the job ran with
+                first, _, rest = text.partition("\n")
+                text = field.sub(lambda m: m.group(1) + json.dumps(interpreter), first, count=count) + "\n" + rest
+            else:
+                text = field.sub(lambda m: m.group(1) + json.dumps(interpreter), text, count=count)
+            path.write_text(text, encoding="utf-8")
+    return sid
+
+
+def plant_secrets(session_dir: Path) -> None:
+    """Put MS_SECRET_TOKEN=hunter2 and ASCEND_API_KEY into the env job's events, job.json env and stderr."""
+    job = session_dir / "jobs" / "env-001"
+    spec = json.loads((job / "job.json").read_text())
+    spec["env"].update({"MS_SECRET_TOKEN": SECRET, "ASCEND_API_KEY": API_KEY})
+    (job / "job.json").write_text(json.dumps(spec, indent=2) + "\n")
+    lines = (job / "events.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        ev = json.loads(line)
+        if ev["type"] == "result":
+            ev["summary"]["environment"].update({"MS_SECRET_TOKEN": SECRET, "ASCEND_API_KEY": API_KEY})
+        if ev["type"] == "check" and ev["id"] == "ms-role":
+            ev["evidence"]["env"] = {"MS_ROLE": None, "MS_SECRET_TOKEN": SECRET}
+            ev["detail"] = "MS_ROLE not set; MS_SECRET_TOKEN=%s is set" % SECRET
+        out.append(json.dumps(ev, separators=(",", ":")))
+    (job / "events.jsonl").write_text("\n".join(out) + "\n")
+    (job / "stderr.log").write_text(
+        "[WARNING] env: MS_SECRET_TOKEN=%s\nusing key %s for the registry\n" % (SECRET, API_KEY)
+    )
