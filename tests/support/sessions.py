@@ -32,38 +32,34 @@ def real_sid() -> str:
     return sid
 
 
-def recorded_interpreter(session_dir: Path) -> str:
-    """The job interpreter the recording machine named (its env job's `started` event)."""
-    first = (session_dir / "jobs" / "env-001" / "events.jsonl").read_text(encoding="utf-8").splitlines()[0]
-    started = json.loads(first)
-    assert started["type"] == "started" and started["python"], first
-    return started["python"]
+def set_interpreter(session_dir: Path, interpreter: str = sys.executable) -> None:
+    """Point each job of a recorded session at `interpreter` (this test's own by default).
+
+    A recording names its job interpreter by its path on the machine that recorded it, which no other
+    machine has: each job's `python` (job.json) and its `started` event's `python` are rewritten, so a
+    reader that runs it (the export's package list) runs one that exists. Every other value, the
+    recorded paths in details and evidence included, is kept as recorded.
+    """
+    for job in sorted((Path(session_dir) / "jobs").iterdir()):
+        events = job / "events.jsonl"
+        first, _, rest = events.read_text(encoding="utf-8").partition("\n")
+        started = json.loads(first) if first.strip() else {}
+        recorded = started.get("python") if started.get("type") == "started" else None
+        if not isinstance(recorded, str):
+            continue
+        field = re.compile(r'("python":\s*)%s' % re.escape(json.dumps(recorded)))
+        to = r"\g<1>" + json.dumps(interpreter).replace("\\", "\\\\")
+        events.write_text(field.sub(to, first, count=1) + "\n" + rest, encoding="utf-8")
+        spec = job / "job.json"
+        spec.write_text(field.sub(to, spec.read_text(encoding="utf-8"), count=1), encoding="utf-8")
 
 
 def copy_real(root: Path, interpreter: str = sys.executable) -> str:
-    """Copy the session recorded from the real jobs under `root`, its job interpreter set to `interpreter`.
-
-    The recording names the interpreter by its path on the machine that recorded it, which no other
-    machine has: each job's `python` (job.json) and its `started` event's `python` are rewritten to
-    `interpreter` (this test's own by default), so a reader that runs it (the export's package
-    list) runs one that exists. Every other value, the recorded paths in details and evidence
-    included, is kept as recorded. Returns the session id.
-    """
+    """Copy the session recorded from the real jobs under `root`, its jobs pointed at `interpreter`; its id."""
     sid = real_sid()
     root.mkdir(parents=True, exist_ok=True)
     shutil.copytree(str(REAL_DIR / sid), str(root / sid))
-    recorded = recorded_interpreter(root / sid)
-    field = re.compile(r'("python":\s*)%s' % re.escape(json.dumps(recorded)))
-    for job in sorted((root / sid / "jobs").iterdir()):
-        for name, count in (("job.json", 1), ("events.jsonl", 1)):
-            path = job / name
-            text = path.read_text(encoding="utf-8")
-            if name == "events.jsonl":  # only the started line names the interpreter the job ran with
-                first, _, rest = text.partition("\n")
-                text = field.sub(lambda m: m.group(1) + json.dumps(interpreter), first, count=count) + "\n" + rest
-            else:
-                text = field.sub(lambda m: m.group(1) + json.dumps(interpreter), text, count=count)
-            path.write_text(text, encoding="utf-8")
+    set_interpreter(root / sid, interpreter)
     return sid
 
 
