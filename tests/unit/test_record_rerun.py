@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.sessions.recorded import copy_real
+from tests.support.sessions import copy_real
 from workbench.record import rerun
 from workbench.session.store import SessionStore
 
