@@ -106,3 +106,52 @@ def test_a_failed_check_on_the_recorded_session_is_never_called_blocked(tmp_path
     line = next(x for x in part.splitlines() if x.startswith("- python-on-path"))
     assert line.startswith("- python-on-path observed-fail (env-001), not required by the acceptance")
     assert "blocked" not in line.split(":", 1)[0] and line.endswith("config.yaml`")
+
+
+def test_the_throughput_line_defines_its_figure_and_names_the_repeats_figure_by_its_definition(course):
+    report, text = course
+    part = _section(text, "## Throughput")
+    assert "steady throughput (Σ images / Σ wall time of the steady steps" in part
+    (run,) = [p for p in report["performance"] if p["jid"] == "train-001" and p["epoch"] is None]
+    same = bool((run.get("repeat_summary") or {}).get("images_per_s_rule"))
+    assert ("throughput (same definition)" in part) == same
+    assert ("batch ÷ median step (not the throughput above)" in part) == (not same)
+
+
+def test_the_first_screen_says_time_to_first_usable_result_under_that_name(course):
+    report, text = course
+    first = next(c for c in report["jobs"][1]["checks"] if c["id"] == "first-result")
+    head = text.split("## 1. Session")[0]
+    assert "time to first usable result" in head and "epoch %s validated" % first["evidence"]["epoch"] in head
+
+
+def test_the_course_checks_are_in_the_first_screen_with_their_verdicts(course):
+    report, text = course
+    head = text.split("## Throughput")[0]
+    by_id = {c["id"]: c for j in report["jobs"] for c in j["checks"]}
+    for cid in ("overfit-batch", "resume-exact", "precision-run"):
+        line = next(x for x in head.splitlines() if "(%s, " % cid in x)
+        assert "**%s**" % by_id[cid]["status"] in line, line
+    ov = by_id["overfit-batch"]["evidence"]
+    assert "(÷%.2f, wanted ÷%g)" % (ov["factor_reached"], ov["factor_wanted"]) in head and "curve: step 1 " in head
+    assert "compared bit for bit: bit-exact" in head and "Δ val macro-F1" in head and "per-class recall Δ" in head
+
+
+def test_a_resume_that_is_not_bit_exact_is_not_called_bit_exact():
+    from workbench.record.markdown.course import resume_text
+
+    ev = {"k": 2, "resumed_at_global_step": 4, "steps_after": 4}
+    same = resume_text(dict(ev, weights={"tensors": 16, "identical": True, "differing": []}))
+    differs = resume_text(
+        dict(ev, weights={"tensors": 16, "identical": False, "differing": ["moment1.w"], "max_abs_diff": 1e-3})
+    )
+    assert same.endswith("bit for bit: bit-exact")
+    assert "NOT bit-exact (differing: moment1.w" in differs
+
+
+def test_a_session_without_course_jobs_says_they_were_not_run(tmp_path):
+    from tests.fixtures.sessions.recorded import copy_real
+
+    sid = copy_real(tmp_path)
+    head = markdown.render(collect(SessionStore(tmp_path), sid)).split("## Throughput")[0]
+    assert "- **resume** (resume-exact): not run in this session." in head

@@ -304,6 +304,8 @@ def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
             "per_repeat": per_repeat,
         },
     )
+    # an older record (no images_per_s_rule): its per-repeat figure is batch ÷ median step, named apart from the
+    # run's throughput; a record with the rule names it the same quantity (test below)
     finished = json.loads(events.pop())
     finished["seq"] += 1  # the check takes the finished event's place, which moves one on
     events += [encode(check).rstrip("\n"), encode(finished).rstrip("\n")]
@@ -312,10 +314,11 @@ def test_timing_repeats_give_the_spread_and_the_host_load(tmp_path):
     assert report["jobs"][0]["seq_problems"] == [] and report["jobs"][0]["missing_seq"] == []
     throughput = markdown.render(report).split("## Throughput")[1].split("## Failed, blocked")[0]
     assert (
-        "timed 3 times after training: median step 4.5 ms, 12 800 images/s to 16 000 images/s (spread 22 %)"
-        in throughput
+        "timed 3 times after training, ? steps each: median step 4.5 ms, batch ÷ median step (not the throughput "
+        "above) 12 800 images/s to 16 000 images/s, spread of the repeats' medians 22 %" in throughput
     )
     assert "host load 1-min load average 1.20 to 2.50" in throughput
+    assert "steady throughput (Σ images / Σ wall time of the steady steps" in throughput
     assert not any("Timings come from one run" in s for s in report["limitations"]["not_verified"])
 
 

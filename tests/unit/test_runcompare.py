@@ -225,3 +225,27 @@ def test_a_sessions_cross_device_evidence_is_found_among_imported_runs(tmp_path)
     found = cross_device_for_session(store, SID, LOOSE)
     assert found["reference"] == "%s/train-001" % board_sid and found["candidate"] == "%s/train-002" % SID
     assert found["status"] == Evidence.NOT_RUN  # the board run's test evaluation did not come with it
+
+
+def _timed(images_per_s, spread_pct=None):
+    from types import SimpleNamespace
+
+    perf = {"scope": "run", "steady": {"images_per_s": images_per_s, "median_ms": 64000.0 / images_per_s, "n": 9}}
+    checks = {}
+    if spread_pct is not None:
+        checks["perf-repeats"] = {
+            "status": "observed-pass",
+            "evidence": {"repeats": 3, "spread_pct": spread_pct, "per_repeat": [{}, {}, {}]},
+        }
+    return SimpleNamespace(perf=[perf], main_perf=perf, checks=checks)
+
+
+def test_a_throughput_ratio_inside_the_run_to_run_spread_is_not_a_speed_difference():
+    from workbench.compare.runs import WITHIN_SPREAD, throughput
+
+    inside = throughput(_timed(1000.0, 40.0), _timed(1300.0, 35.0))
+    assert inside["verdict"].startswith(WITHIN_SPREAD) and "spread A 40 %, B 35 %" in inside["verdict"]
+    outside = throughput(_timed(1000.0, 5.0), _timed(3000.0, 8.0))
+    assert outside["verdict"].startswith("outside run-to-run spread") and "spread A 5 %, B 8 %" in outside["verdict"]
+    unmeasured = throughput(_timed(1000.0), _timed(2967.0, 8.0))
+    assert "not measured for both runs" in unmeasured["verdict"] and "may be host noise" in unmeasured["verdict"]

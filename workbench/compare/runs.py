@@ -202,20 +202,61 @@ def steady(record: Any) -> Dict[str, Any]:
     perf = runs[-1] if runs else (record.main_perf or {})
     st = perf.get("steady") or {}
     median, p95 = _num(st.get("median_ms")), _num(st.get("p95_ms"))
+    reps = (record.checks.get("perf-repeats") or {}) if hasattr(record, "checks") else {}
+    ev = reps.get("evidence") if isinstance(reps.get("evidence"), dict) else {}
+    run_to_run = _num(ev.get("spread_pct")) if reps.get("status") == "observed-pass" else None
     return {
         "images_per_s": _num(st.get("images_per_s")),
         "median_ms": median,
         "p95_ms": p95,
         "n": st.get("n"),
         "spread": (p95 - median) / median if median and p95 is not None else None,
+        "run_to_run_pct": run_to_run,
+        "repeats": ev.get("repeats") if run_to_run is not None else None,
     }
 
 
+WITHIN_SPREAD = "within run-to-run spread — not a speed difference"
+
+
+def speed_verdict(ratio: Optional[float], sa: Dict[str, Any], sb: Dict[str, Any]) -> str:
+    """Whether a throughput ratio is a speed difference: outside both runs' run-to-run spread (perf-repeats), or not."""
+    if ratio is None:
+        return "no ratio: a run has no steady throughput"
+    spreads = [s["run_to_run_pct"] for s in (sa, sb) if s.get("run_to_run_pct") is not None]
+    if len(spreads) < 2:
+        return (
+            "run-to-run spread not measured for both runs (perf.repeats): the ratio may be host noise, "
+            "not a speed difference"
+        )
+    diff = abs(ratio - 1.0) * 100.0
+    if diff <= max(spreads):
+        return "%s (|B / A - 1| = %.0f %% <= spread A %.0f %%, B %.0f %%)" % (
+            WITHIN_SPREAD,
+            diff,
+            spreads[0],
+            spreads[1],
+        )
+    return "outside run-to-run spread: |B / A - 1| = %.0f %% > spread A %.0f %%, B %.0f %%" % (
+        diff,
+        spreads[0],
+        spreads[1],
+    )
+
+
 def throughput(a: Any, b: Any) -> Dict[str, Any]:
-    """Steady images/s of both, their ratio B / A, and each side's spread (P95 - median) / median."""
+    """Steady images/s of both, their ratio B / A, each side's spread, and whether the ratio is beyond run-to-run
+    spread."""
     sa, sb = steady(a), steady(b)
     ratio = sb["images_per_s"] / sa["images_per_s"] if sa["images_per_s"] and sb["images_per_s"] is not None else None
-    return {"a": sa, "b": sb, "ratio": ratio, "rule": "B / A of steady images/s; spread = (P95 - median) / median"}
+    return {
+        "a": sa,
+        "b": sb,
+        "ratio": ratio,
+        "verdict": speed_verdict(ratio, sa, sb),
+        "rule": "B / A of steady images/s (Σ images / Σ wall time of the steady steps); spread = (P95 - median) / "
+        "median within a run; run-to-run spread = (max - min) / median of the perf-repeats medians",
+    }
 
 
 def loss_series(record: Any, limit: int = CURVE_POINTS) -> Dict[str, List[float]]:

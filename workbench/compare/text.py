@@ -106,7 +106,7 @@ def throughput_lines(result: Dict[str, Any]) -> List[str]:
                 num(s["spread"], "%.2f"),
             )
         )
-    out.append("throughput B / A: %s" % num(tp["ratio"], "%.3f"))
+    out.append("throughput B / A: %s: %s" % (num(tp["ratio"], "%.3f"), tp.get("verdict") or ""))
     return out
 
 

@@ -238,12 +238,13 @@ SCHEMA: Dict[str, Any] = {
     },
     "perf": {
         "repeats": _f(
-            1,
+            3,
             int,
             min=1,
             max=100,
             doc="1 = off; k > 1: the train job times its steady window k times "
-            "after training (check perf-repeats: median, min-max, IQR, host load)",
+            "after training (check perf-repeats: median, min-max, IQR, host load); the default 3 costs "
+            "3 x perf.repeat_steps extra steps",
         ),
         "repeat_steps": _f(50, int, min=1, max=100000, doc="steps in one timed repeat of the steady window"),
     },

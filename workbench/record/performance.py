@@ -52,7 +52,16 @@ def _add_repeats(row: Dict[str, Any], checks: List[Dict[str, Any]]) -> None:
     row["repeats"] = [r for r in ev["per_repeat"] if isinstance(r, dict)]
     row["repeat_summary"] = {
         k: ev.get(k)
-        for k in ("median_ms", "min_ms", "max_ms", "iqr_ms", "spread_pct", "images_per_s_median", "steps_per_repeat")
+        for k in (
+            "median_ms",
+            "min_ms",
+            "max_ms",
+            "iqr_ms",
+            "spread_pct",
+            "images_per_s_median",
+            "images_per_s_rule",
+            "steps_per_repeat",
+        )
     }
     loads = [
         r["loadavg_1_5_15"][0]

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from workbench.events.protocol import Evidence
 from workbench.record.markdown import appendix as ax
-from workbench.record.markdown import summary
+from workbench.record.markdown import course, summary
 from workbench.record.markdown.candidate import about_line, candidate_lines
 from workbench.record.markdown.tables import cell, num, table
 from workbench.record.ranks import parallel_block
@@ -209,8 +209,10 @@ class ReportWriter:
         self.add(*summary.acceptance_lines(self.r.get("acceptance")))
         self.add("## Results", "")
         self.add(*summary.metrics_lines(self.r["training"]))
+        self.add("## Course checks", "")
+        self.add(*course.course_lines(self.r))
         self.add("## Throughput", "")
-        self.add(*summary.throughput_lines(self.r["performance"]))
+        self.add(*summary.throughput_lines(self.r["performance"], self.r))
         self.add("## Failed, blocked, and the next command", "")
         self.add(*summary.blocked_lines(self.r))
 

@@ -144,18 +144,31 @@ def metrics_lines(training: Dict[str, Any]) -> List[str]:
     return lines
 
 
+THROUGHPUT_MEANS = "Σ images / Σ wall time of the steady steps"
+
+
 def _spread(p: Dict[str, Any]) -> str:
     reps = p.get("repeats") or []
     total = p.get("repeat_summary") or {}
     if reps:
         vals = [r.get("images_per_s") for r in reps if isinstance(r.get("images_per_s"), (int, float))]
+        same = bool(total.get("images_per_s_rule"))  # older records: batch ÷ median step, another quantity
+        name = "throughput (same definition)" if same else "batch ÷ median step (not the throughput above)"
         if vals:
-            return "timed %d times after training: median step %s, %s to %s (spread %s)" % (
-                len(reps),
-                h.ms(total.get("median_ms")),
-                h.rate(min(vals)),
-                h.rate(max(vals)),
-                h.percent((total.get("spread_pct") or 0) / 100.0, 0) if total.get("spread_pct") is not None else "-",
+            return (
+                "timed %d times after training, %s steps each: median step %s, %s %s to %s, spread of the "
+                "repeats' medians %s"
+                % (
+                    len(reps),
+                    total.get("steps_per_repeat") or "?",
+                    h.ms(total.get("median_ms")),
+                    name,
+                    h.rate(min(vals)),
+                    h.rate(max(vals)),
+                    h.percent((total.get("spread_pct") or 0) / 100.0, 0)
+                    if total.get("spread_pct") is not None
+                    else "-",
+                )
             )
     epochs = p.get("epoch_medians_ms") or []
     if len(epochs) > 1:
@@ -166,8 +179,19 @@ def _spread(p: Dict[str, Any]) -> str:
     return "one run; spread not measured"
 
 
-def throughput_lines(perf_rows: Sequence[Dict[str, Any]]) -> List[str]:
-    """Per training run: steady images/s, step median and P95, spread, compile time, host load when recorded."""
+def first_result(report: Dict[str, Any], jid: str) -> Optional[Dict[str, Any]]:
+    """The run's check first-result evidence (seconds from job start to the first validated epoch), when passed."""
+    for j in report.get("jobs") or []:
+        if j["jid"] == jid:
+            for c in j["checks"]:
+                if c.get("id") == "first-result" and c.get("status") == Evidence.PASS:
+                    return c.get("evidence") or {}
+    return None
+
+
+def throughput_lines(perf_rows: Sequence[Dict[str, Any]], report: Optional[Dict[str, Any]] = None) -> List[str]:
+    """Per training run: time to the first usable result, steady images/s with its definition, step median and P95,
+    spread, compile time, host load when recorded."""
     runs = [
         p
         for p in perf_rows
@@ -180,14 +204,22 @@ def throughput_lines(perf_rows: Sequence[Dict[str, Any]]) -> List[str]:
     lines = []
     for p in runs:
         load = p.get("host_load")
+        first = first_result(report or {}, p["jid"]) if p.get("rank") in (None, 0) else None
+        if first:
+            lines.append(
+                "- %s: **time to first usable result %s** (job start to epoch %s validated, val macro-F1 %s)."
+                % (p["jid"], h.seconds(first.get("seconds")), first.get("epoch"), h.ratio(first.get("macro_f1")))
+            )
         lines.append(
-            "- %s%s on %s: **%s** steady (median %s per step of %s images, P95 %s; %s); first step "
-            "(compile) %s, %s warm-up steps left out%s."
+            "- %s%s on %s: **%s** steady throughput (%s, %s steps; median %s per step of %s images, P95 %s; %s); "
+            "first step alone (graph compile) %s, %s warm-up steps left out%s."
             % (
                 p["jid"],
                 (" rank %s" % p["rank"]) if p.get("rank") is not None else "",
                 p["device"] or "-",
                 h.rate(p["images_per_s"]),
+                THROUGHPUT_MEANS,
+                p.get("steady_n") if p.get("steady_n") is not None else "?",
                 h.ms(p["median_ms"]),
                 p["batch_size"] or "-",
                 h.ms(p["p95_ms"]),
