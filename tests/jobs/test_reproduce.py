@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata as metadata
 import json
 import shutil
 import subprocess
@@ -67,6 +68,8 @@ def test_commands_sh_reproduces_the_lineage_in_a_new_sessions_root(record, tmp_p
     assert lines[-1].startswith("observed-pass: reproduced (session ")
     assert any(line.startswith("observed-pass  checkpoint hash:") and "bit-identical" in line for line in lines)
     assert any(line.startswith("observed-pass  per-epoch losses: 1 epoch(s), max |Δ| 0 ") for line in lines)
+    version = metadata.version("mindspore")
+    assert "conditions: MindSpore %s on CPU here, MindSpore %s on CPU in the record" % (version, version) in lines
     for what in ("split hash", "test metrics", "exported outputs"):
         assert any(line.startswith("observed-pass  %s:" % what) for line in lines), what
     (new_sid,) = [p.name for p in fresh.iterdir()]

@@ -71,3 +71,9 @@ def test_a_session_id_without_a_record_names_the_export_command(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(rerun.RecordError, match="holds no report.json"):
         rerun.find_record(str(tmp_path / "empty"), SessionStore(root))
+
+
+def test_conditions_name_the_mindspore_version_and_the_device():
+    started = {"mindspore": {"version": "2.10.0"}, "device": {"target": "auto", "resolved": "CPU"}}
+    assert rerun.conditions(started) == "MindSpore 2.10.0 on CPU"
+    assert rerun.conditions(None) == "MindSpore ? on ?"

@@ -104,6 +104,14 @@ def rewrite_refs(cfg: Dict[str, Any], jid: str, mapping: Dict[str, str]) -> Dict
     return cfg
 
 
+def conditions(started: Optional[Dict[str, Any]]) -> str:
+    """'MindSpore 2.10.0 on CPU' from a training run's started event (what bit-identity depends on)."""
+    started = started or {}
+    version = (started.get("mindspore") or {}).get("version") or "?"
+    device = (started.get("device") or {}).get("resolved") or (started.get("device") or {}).get("target") or "?"
+    return "MindSpore %s on %s" % (version, device)
+
+
 def _events(job_dir: Path, kind: str) -> List[Dict[str, Any]]:
     reader = EventReader(str(job_dir / "events.jsonl"))
     return [ev for ev in (decode_line(raw) for raw in reader.read_lines() if raw.strip()) if ev.get("type") == kind]
@@ -291,6 +299,13 @@ def reproduce(
             )
             record_ckpt = record_dir / "deliverable" / "model.ckpt"
             losses = [ev.get("train_loss") for ev in _events(job_dir, "epoch")]
+            was = conditions(next((j.get("started") for j in report["jobs"] if j["jid"] == cand["run"]), None))
+            started = _events(job_dir, "started")
+            now = conditions(started[-1] if started else None)
+            say(
+                "conditions: %s here, %s in the record%s"
+                % (now, was, "" if now == was else " (bit-identity is expected only under the same conditions)")
+            )
             for comparison in (
                 compare_split(cand.get("split_sha256"), {"split_sha256": new.split_sha256}),
                 compare_losses(list(measured.get("epoch_losses") or []), losses),
