@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Log, ProgressBar, Static
 
 from screens.base import WorkbenchScreen
 from screens.widgets.acceptance_table import AcceptanceTable
+from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
 from workbench.views.session import SessionView
@@ -118,7 +119,9 @@ class SessionScreen(WorkbenchScreen):
             return
         self._acceptance_key = key
         cfg = self.app.cfg.get("acceptance") or defaults()["acceptance"]
-        self.query_one("#acceptance", AcceptanceTable).show(evaluate(model, cfg) if model.records else None)
+        about = about_session(self.app.store.root / self.app.sid) if self.app.sid else None
+        acc = evaluate(model, cfg, about=about) if model.records else None
+        self.query_one("#acceptance", AcceptanceTable).show(acc)
 
     def _show_selected(self, view: SessionView) -> None:
         row = view.rows.get(self.selected or "")

@@ -14,6 +14,7 @@ from screens.widgets.acceptance_table import AcceptanceTable
 from tests.support import variants
 from tests.support.pilot import until
 from tests.support.recorded import wait_ingested
+from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
 from workbench.fold.stream import fold_session
@@ -62,7 +63,7 @@ VERDICTS = {
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_snapshot(snap_compare, tmp_path, name):
     session, cfg = VARIANTS[name](tmp_path)
-    acc = evaluate(fold_session(session), cfg)
+    acc = evaluate(fold_session(session), cfg, about=about_session(session))
     assert [lay["verdict"] for lay in acc["layers"]] == VERDICTS[name]
     assert snap_compare(TableApp(acc), terminal_size=(110, 14))
 
@@ -78,7 +79,7 @@ async def test_the_session_screen_opens_with_the_acceptance_accept_computes(tmp_
     session, acc_cfg = _device_blocked(tmp_path)
     cfg = copy.deepcopy(defaults())
     cfg["acceptance"] = acc_cfg
-    expected = evaluate(fold_session(session), acc_cfg)
+    expected = evaluate(fold_session(session), acc_cfg, about=about_session(session))
     app = WorkbenchApp(SessionStore(tmp_path), session.name, cfg)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("6")

@@ -11,19 +11,22 @@ from pathlib import Path
 import pytest
 
 from tests.support import variants
+from workbench.acceptance.about import about_session
 from workbench.acceptance.performance import NOT_REQUIRED
 from workbench.acceptance.verdict import CPU_DEVICE_SUMMARY, evaluate
 from workbench.config.layers import defaults
 from workbench.events.protocol import Evidence
 from workbench.fold.stream import fold_session
 from workbench.record.collect import collect
+from workbench.session import candidate
 from workbench.session.store import SessionStore
+from workbench.system.atomic import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _judge(session: Path, cfg=None):
-    return evaluate(fold_session(session), cfg if cfg is not None else variants.lenient())
+    return evaluate(fold_session(session), cfg if cfg is not None else variants.lenient(), about=about_session(session))
 
 
 def _layer(acc, name):
@@ -102,7 +105,8 @@ def test_a_test_set_evaluated_twice_fails_the_task_layer(tmp_path):
     assert task["verdict"] == Evidence.FAIL
     row = _row(task, "test-evaluations")
     assert row["level"] == Evidence.FAIL and row["value"] == 2 and row["threshold"] == "<= 1"
-    assert "test-001, test-002" in row["detail"]
+    assert "evaluated 2 times: test-001 (train-001, checkpoint " in row["detail"]
+    assert ", test-002 (train-001, checkpoint " in row["detail"]
     assert _row(task, "test-macro-f1")["job"] == "test-001"  # the first result stays the reported one
 
 
@@ -129,8 +133,9 @@ def test_a_session_without_the_test_evaluation_is_task_not_run_naming_the_comman
     assert "test-macro-f1" in task["summary"]
     assert task["missing"] == [
         {
-            "what": "the frozen-test evaluation of the best checkpoint (test-macro-f1, test-evaluations)",
-            "command": "ms-workbench run test --set test.from=train-001",
+            "what": "the test-set evaluation of the candidate (it takes the candidate when test.from is unset) "
+            "(test-macro-f1, test-evaluations)",
+            "command": "ms-workbench run test --session %s --sessions %s" % (session.name, tmp_path),
             "key": "t on the Training screen",
         }
     ]
@@ -327,3 +332,92 @@ def test_effect_consistency_on_a_cpu_target_asks_for_a_run_on_another_device(tmp
     acc = _judge(variants.all_pass_on_cpu(tmp_path), variants.lenient(task_checks=["effect-consistency"]))
     (need,) = _layer(acc, "task")["missing"]
     assert "device.target=CPU" not in need["command"] and "device.target=Ascend" in need["command"]
+
+
+def _other_weights(session: Path, jid: str, new_jid: str) -> Path:
+    """A second training run with other weights (its best.json records their hash, as a real run's does)."""
+    run = variants.clone_job(session, jid, new_jid)
+    (run / "artifacts" / "best.ckpt").write_bytes(b"other weights")
+    best = json.loads((run / "artifacts" / "best.json").read_text())
+    best["checkpoint"]["sha256"] = sha256_file(run / "artifacts" / "best.ckpt")
+    (run / "artifacts" / "best.json").write_text(json.dumps(best))
+    return run
+
+
+def test_evidence_about_another_checkpoint_never_counts(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    assert _judge(session)["overall"] == Evidence.PASS
+    variants.set_subject(session / "jobs" / "export-001", candidate.checkpoint_subject("9" * 64))
+    acc = _judge(session)
+    framework = _layer(acc, "framework")
+    assert framework["verdict"] == Evidence.NOT_RUN and acc["overall"] == Evidence.NOT_RUN
+    row = _row(framework, "export:ckpt-reload")
+    assert row["level"] == Evidence.NOT_RUN and row["job"] is None
+    assert "export-001 has it about checkpoint 999999999999 (another model: does not count)" in row["detail"]
+    assert {"job": "export-001", "kind": "export", "subject": "checkpoint 999999999999"}.items() <= next(
+        o for o in acc["about_other"] if o["job"] == "export-001"
+    ).items()
+
+
+def test_initial_weights_never_count(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    for jid in ("export-001", "align-001", "align-002"):
+        variants.set_subject(session / "jobs" / jid, candidate.INITIAL_WEIGHTS)
+    acc = _judge(session)
+    framework = _layer(acc, "framework")
+    assert _row(framework, "align:graph-vs-pynative")["level"] == Evidence.NOT_RUN
+    assert {o["job"]: o["subject"] for o in acc["about_other"]} == {
+        "export-001": "initial weights",
+        "align-001": "initial weights",
+        "align-002": "initial weights",
+    }
+
+
+def test_course_checks_of_another_recipe_do_not_count(tmp_path):
+    session = variants.copy_real(tmp_path)
+    other = variants.clone_job(session, "train-001", "train-002")
+    cfg = json.loads((other / "config.json").read_text())
+    cfg["train"]["lr"] = cfg["train"]["lr"] * 10
+    (other / "config.json").write_text(json.dumps(cfg))
+    variants.set_subject(other, candidate.recipe_subject(cfg))
+    variants.add_course_checks(session)  # in train-001: the candidate's own recipe
+    assert _row(_layer(_judge(session), "framework"), "overfit-batch")["level"] == Evidence.PASS
+    session2 = variants.copy_real(tmp_path / "b")
+    variants.insert_checks(
+        session2 / "jobs" / "train-001",
+        [{"id": "overfit-batch", "status": "observed-pass", "subject": candidate.recipe_subject(cfg)}],
+    )
+    row = _row(_layer(_judge(session2), "framework"), "overfit-batch")
+    assert row["level"] == Evidence.NOT_RUN and "another model: does not count" in row["detail"]
+
+
+def test_nothing_frozen_names_the_freeze_command_and_counts_no_model_evidence(tmp_path):
+    session = variants.copy_real(tmp_path, frozen=False)
+    variants.add_course_checks(session)
+    variants.add_precision_align(session)
+    acc = _judge(session)
+    task = _layer(acc, "task")
+    assert acc["candidate"] is None and acc["overall"] == Evidence.FAIL
+    assert _row(task, "candidate")["level"] == Evidence.NOT_RUN
+    spent = _row(task, "test-evaluations")  # the test set was looked at before any model was chosen
+    assert spent["level"] == Evidence.FAIL and "another model than the candidate (none frozen)" in spent["detail"]
+    freeze = next(m for m in task["missing"] if "candidate" in m["what"])
+    assert freeze["command"] == "ms-workbench freeze %s --sessions %s" % (session.name, tmp_path)
+    assert _layer(acc, "framework")["verdict"] == Evidence.NOT_RUN
+
+
+def test_a_refreeze_after_a_test_evaluation_keeps_the_test_set_spent(tmp_path):
+    session = variants.all_pass_on_cpu(tmp_path)
+    first = _row(_layer(_judge(session), "task"), "test-evaluations")
+    assert first["level"] == Evidence.PASS and "the candidate: test-001 (train-001" in first["detail"]
+    _other_weights(session, "train-001", "train-002")
+    variants.freeze(session, "train-002", "better validation loss")
+    acc = _judge(session)
+    task = _layer(acc, "task")
+    assert acc["candidate"]["run"] == "train-002" and [f["n"] for f in acc["freezes"]] == [1, 2]
+    spent = _row(task, "test-evaluations")
+    assert spent["level"] == Evidence.FAIL and "spent on another model than the candidate" in spent["detail"]
+    assert "test-001 (train-001" in spent["detail"]
+    assert _row(task, "test-macro-f1")["level"] == Evidence.NOT_RUN
+    assert "the test set is already spent: test-001" in _row(task, "test-macro-f1")["detail"]
+    assert any(o["job"] == "test-001" for o in acc["about_other"])

@@ -12,19 +12,24 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
         "s on the Training screen",
     ),
     "test-macro-f1": (
-        "the frozen-test evaluation of the best checkpoint",
-        "ms-workbench run test --set test.from={train}",
+        "the test-set evaluation of the candidate (it takes the candidate when test.from is unset)",
+        "ms-workbench run test",
         "t on the Training screen",
     ),
     "test-evaluations": (
-        "the frozen-test evaluation of the best checkpoint",
-        "ms-workbench run test --set test.from={train}",
+        "the test-set evaluation of the candidate (it takes the candidate when test.from is unset)",
+        "ms-workbench run test",
         "t on the Training screen",
     ),
     "new-distribution": (
         "the candidate on the new-distribution sets (acceptance.max_shift_drop)",
         "ms-workbench run shift",
         "n on the Training screen",
+    ),
+    "candidate": (
+        "a frozen candidate: the checkpoint every check about a model is about",
+        "ms-workbench freeze",
+        "f on the Training screen",
     ),
     "data.": ("the data job's contract checks", "ms-workbench run data", "r on the Data screen"),
     "finite-loss": ("a training run", "ms-workbench run train", "s on the Training screen"),
@@ -67,12 +72,12 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
     ),
     "ckpt-reload": (
         "the export job's reload checks",
-        "ms-workbench run export --set export.from={train}",
+        "ms-workbench run export",
         "r on the Export screen",
     ),
     "mindir-": (
         "the export job's MindIR checks",
-        "ms-workbench run export --set export.from={train}",
+        "ms-workbench run export",
         "r on the Export screen",
     ),
     "device-setting": (

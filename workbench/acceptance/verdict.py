@@ -12,6 +12,8 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Dict, List, Optional, Tuple
 
+from workbench.acceptance import testset
+from workbench.acceptance.about import About, about_other, counts
 from workbench.acceptance.effect import effect_row
 from workbench.acceptance.how import how_to_produce
 from workbench.acceptance.performance import KEYS as PERF_KEYS
@@ -20,6 +22,7 @@ from workbench.acceptance.performance import performance_rows as perf_rows
 from workbench.events.protocol import Evidence
 from workbench.fold.record import JobRecord, SessionModel
 from workbench.fold.series import number
+from workbench.session.candidate import Candidate, subject_label
 
 FORMAT = "ms-workbench.acceptance.verdict/1"
 LAYERS = ("task", "framework", "device", "performance")
@@ -89,6 +92,7 @@ class LayerJudge:
 
     def __init__(self, layer: str, target: str, train_jid: Optional[str]):
         self.layer, self.target, self.train_jid = layer, target, train_jid
+        self.about = About()  # what the verdict is about (the candidate) and how its commands name the session
         self.deciding: List[Dict[str, Any]] = []
         self.missing: List[Dict[str, Any]] = []
         self.levels: List[str] = []
@@ -109,6 +113,7 @@ class LayerJudge:
     def want(self, check: str, kind: str = "") -> None:
         """Name what would produce `check` on the target."""
         how = how_to_produce(check.split(":")[-1], kind, self.train_jid, self.target)
+        how["command"] = self.about.complete(how["command"])
         for have in self.missing:  # one entry per command, naming every check it produces
             if (have["command"], have["key"]) == (how["command"], how["key"]):
                 have["what"] = have["what"][:-1] + ", %s)" % check
@@ -180,13 +185,30 @@ def _job_row(rec: JobRecord, cid: str) -> Dict[str, Any]:
     return _row(rec.jid, cid, str(ev.get("status")), _check_device(rec, cid), detail=str(ev.get("detail") or ""))
 
 
-def find_checks(model: SessionModel, kind: str, pattern: str) -> List[Tuple[JobRecord, str]]:
-    """The newest job (of `kind`, any when '') holding checks matching `pattern`, with the matching ids."""
+def find_checks(
+    model: SessionModel, kind: str, pattern: str, about: Optional[About] = None
+) -> List[Tuple[JobRecord, str]]:
+    """The newest job (of `kind`, any when '') holding checks matching `pattern` that count for the candidate
+    (with `about`; evidence about another model never does), with the matching ids."""
     for rec in reversed(model.of_kind(kind) if kind else model.of_kind()):
         ids = [cid for cid in rec.checks if fnmatch.fnmatchcase(cid, pattern)]
+        if about is not None:
+            ids = [cid for cid in ids if counts(rec, cid, about.candidate)]
         if ids:
             return [(rec, cid) for cid in ids]
     return []
+
+
+def _elsewhere(model: SessionModel, kind: str, pattern: str) -> str:
+    """'; export-001 has it about initial weights (does not count)' when only another model's evidence exists."""
+    other = find_checks(model, kind, pattern)
+    if not other:
+        return ""
+    rec, cid = other[0]
+    return "; %s has it about %s (another model: does not count)" % (
+        rec.jid,
+        subject_label((rec.checks.get(cid) or {}).get("subject")),
+    )
 
 
 def _batch_of(ev: Dict[str, Any], cid: str) -> Optional[int]:
@@ -226,7 +248,7 @@ def judge_job_check(judge: LayerJudge, model: SessionModel, spec: str, cfg: Dict
     kind, pattern = _split_spec(spec)
     ids = _expand_mindir(model, kind, pattern) if pattern == "mindir-b*" else [pattern]
     for want in ids:
-        found = find_checks(model, kind, want)
+        found = find_checks(model, kind, want, judge.about)
         if not found:
             judge.add(
                 _row(
@@ -234,7 +256,8 @@ def judge_job_check(judge: LayerJudge, model: SessionModel, spec: str, cfg: Dict
                     want if kind == "" else "%s:%s" % (kind, want),
                     Evidence.NOT_RUN,
                     None,
-                    detail="no %s has emitted it" % ("%s job" % kind if kind else "job"),
+                    detail="no %s has emitted it about the candidate%s"
+                    % ("%s job" % kind if kind else "job", _elsewhere(model, kind, want)),
                 ),
                 kind,
             )
@@ -258,10 +281,19 @@ def align_pair(rec: JobRecord) -> Optional[str]:
 
 def judge_alignment(judge: LayerJudge, model: SessionModel, pair: str, cfg: Dict[str, Any]) -> None:
     """The newest align job of this comparison: its verdict, observed on its candidate's device."""
-    recs = [r for r in model.of_kind("align") if align_pair(r) == pair and "alignment" in r.checks]
+    every = [r for r in model.of_kind("align") if align_pair(r) == pair and "alignment" in r.checks]
+    recs = [r for r in every if counts(r, "alignment", judge.about.candidate)]
     if not recs:
+        other = "; %s compared them about another model (does not count)" % every[-1].jid if every else ""
         judge.add(
-            _row(None, "align:" + pair, Evidence.NOT_RUN, None, detail="no align job compared these paths"), "align"
+            _row(
+                None,
+                "align:" + pair,
+                Evidence.NOT_RUN,
+                None,
+                detail="no align job compared these paths " + "about the candidate" + other,
+            ),
+            "align",
         )
         return
     rec = recs[-1]
@@ -294,6 +326,11 @@ def best_train(model: SessionModel) -> Optional[JobRecord]:
     return chosen[-1] if chosen else None
 
 
+def candidate_run(model: SessionModel, cand: Optional[Candidate]) -> Optional[JobRecord]:
+    """The training run the candidate came from, when it is in this session's fold."""
+    return model.records.get(cand.run) if cand is not None else None
+
+
 def _model_name(rec: JobRecord) -> str:
     name = (rec.config.get("model") or {}).get("name") if isinstance(rec.config.get("model"), dict) else None
     return str(name or "mlp")
@@ -306,15 +343,38 @@ def judge_task(
     cfg: Dict[str, Any],
     compare_cfg: Optional[Dict[str, Any]] = None,
 ) -> None:
-    """Best-epoch val macro-F1, frozen-test macro-F1 (first evaluation), the test set used once, and (when
-    required) the cross-device effect consistency."""
-    train = best_train(model)
-    evals = model.test_evaluations(train.jid) if train is not None else []
+    """The candidate first, then its best-epoch val macro-F1, its first test-set macro-F1, the test set used once
+    per session, and (when required) the cross-device effect consistency."""
+    cand = judge.about.candidate
+    train = candidate_run(model, cand)
+    every = testset.evaluations(model)
+    evals = [e for e in every if cand is not None and e.get("sha256") == cand.sha256]
     name = _model_name(train) if train is not None else "mlp"
+    if cand is None:
+        judge.add(
+            _row(
+                None,
+                "candidate",
+                Evidence.NOT_RUN,
+                None,
+                detail="no candidate frozen: the verdict is about one model; every check about a model waits for it",
+            ),
+            "train",
+        )
+    else:
+        judge.deciding.append(
+            _row(cand.run, "candidate", Evidence.PASS, None, None, None, "frozen #%d: %s" % (cand.n, cand.label()))
+        )
+        judge.levels.append(Evidence.PASS)
     for check in checks:
         if check == "val-macro-f1":
             if train is None:
-                judge.add(_row(None, check, Evidence.NOT_RUN, None, detail="no training run has validated an epoch"))
+                why = (
+                    "no candidate frozen"
+                    if cand is None
+                    else "the candidate's run %s is not in this session's fold" % cand.run
+                )
+                judge.add(_row(None, check, Evidence.NOT_RUN, None, detail=why), "train")
                 continue
             best = train.best_epoch or {}
             val = best["val"] if isinstance(best.get("val"), dict) else {}
@@ -335,17 +395,21 @@ def judge_task(
                     judge.want(check, "train")
         elif check == "test-macro-f1":
             if not evals:
+                spent = (
+                    " (the test set is already spent: %s)" % ", ".join(map(testset.describe, every)) if every else ""
+                )
                 judge.add(
                     _row(
                         None,
                         check,
                         Evidence.NOT_RUN,
                         None,
-                        detail="the test set has not been evaluated for %s" % (train.jid if train else "any run"),
+                        detail="the candidate %s has no test-set evaluation%s"
+                        % (cand.label() if cand else "(none frozen)", spent),
                     )
                 )
                 continue
-            first = evals[0]  # the frozen result is the first one; later ones are flagged below
+            first = evals[0]  # the reported result is the candidate's first; every other one is flagged below
             test_rec = model.records.get(first["jid"])
             _metric(
                 judge,
@@ -357,7 +421,7 @@ def judge_task(
                 "first test evaluation of %s (epoch %s)" % (first.get("from"), first.get("best_epoch")),
             )
         elif check == "test-evaluations":
-            judge_test_once(judge, model, train, evals)
+            judge_test_once(judge, model, cand, every)
         elif check == "effect-consistency":
             judge.add(effect_row(model, judge.target, compare_cfg), "train")
         else:
@@ -397,24 +461,33 @@ def _metric(judge: LayerJudge, jid: str, check: str, value: Any, minimum: Any, d
 
 
 def judge_test_once(
-    judge: LayerJudge, model: SessionModel, train: Optional[JobRecord], evals: List[Dict[str, Any]]
+    judge: LayerJudge, model: SessionModel, cand: Optional[Candidate], evals: List[Dict[str, Any]]
 ) -> None:
-    """A test set evaluated more than once fails: picking by its numbers turns it into a validation set."""
+    """The test set is spent once per session, whatever model each evaluation looked at: a second evaluation,
+    or the one evaluation being of another model than the candidate, fails (picking by test numbers turns the
+    test set into a validation set)."""
     if not evals:
         judge.add(_row(None, "test-evaluations", Evidence.NOT_RUN, None, detail="no test evaluation yet"))
         return
-    counted = [number(e.get("test_evaluations")) for e in evals]
-    count = int(max([len(evals)] + [c for c in counted if c is not None]))
+    mine = [number(e.get("test_evaluations")) for e in evals if cand is not None and e.get("sha256") == cand.sha256]
+    count = int(max([len(evals)] + [c for c in mine if c is not None]))  # the run's own counter sees other sessions
     last = model.records.get(evals[-1]["jid"])
     device = device_name(last.device.get("resolved")) if last else None
-    ok = count <= 1
-    detail = (
-        "evaluated once (%s)" % evals[0]["jid"]
-        if ok
-        else "the test set of %s was evaluated %d times (%s): the first result is reported; choosing settings by "
-        "later ones makes it a validation set"
-        % (train.jid if train else "?", count, ", ".join(e["jid"] for e in evals))
-    )
+    named = ", ".join(testset.describe(e) for e in evals)
+    of_candidate = cand is not None and evals[0].get("sha256") == cand.sha256
+    ok = count <= 1 and of_candidate
+    if ok:
+        detail = "evaluated once, the candidate: %s" % named
+    elif count > 1:
+        detail = (
+            "the test set of this session was evaluated %d times: %s; the candidate's first result is reported; "
+            "choosing between models by these numbers uses the test set for selection" % (count, named)
+        )
+    else:
+        detail = (
+            "the test set was spent on another model than the candidate%s: %s; the candidate has no untouched "
+            "test result" % (" (%s)" % cand.label() if cand else " (none frozen)", named)
+        )
     judge.add(
         _row(
             evals[-1]["jid"], "test-evaluations", Evidence.PASS if ok else Evidence.FAIL, device, count, "<= 1", detail
@@ -423,9 +496,12 @@ def judge_test_once(
 
 
 # -- the performance row --------------------------------------------------------------------------------
-def performance_layer(model: SessionModel, cfg: Dict[str, Any], dev: str, train: Optional[JobRecord]) -> Dict[str, Any]:
+def performance_layer(
+    model: SessionModel, cfg: Dict[str, Any], dev: str, train: Optional[JobRecord], about: Optional[About] = None
+) -> Dict[str, Any]:
     """Throughput and step-time thresholds judged on the target with their conditions; not-required when unset."""
     judge = LayerJudge("performance", dev, train.jid if train is not None else None)
+    judge.about = about or judge.about
     device = device_name(train.device.get("resolved")) if train is not None else ""
     for row in perf_rows(train, cfg, dev, device):
         if row["level"] == NOT_REQUIRED:
@@ -447,22 +523,32 @@ def performance_layer(model: SessionModel, cfg: Dict[str, Any], dev: str, train:
 
 
 # -- the whole verdict -----------------------------------------------------------------------------------
-def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The acceptance of a session: per layer verdict, summary, deciding checks, missing evidence.
+def evaluate(
+    model: SessionModel,
+    cfg: Dict[str, Any],
+    compare_cfg: Optional[Dict[str, Any]] = None,
+    about: Optional[About] = None,
+) -> Dict[str, Any]:
+    """The acceptance of a session's candidate: per layer verdict, summary, deciding checks, missing evidence, and
+    the evidence about other models (listed, never counted).
 
     `compare_cfg` (the `compare` section) holds the effect-consistency tolerances, used when `task_checks`
-    names effect-consistency."""
+    names effect-consistency; `about` the session's freezes (none frozen: nothing about a model counts)."""
+    about = about or About()
+    cand = about.candidate
     target = session_target(model)
     dev = target["device"]
-    train = best_train(model) or model.newest("train", started=True)
+    train = candidate_run(model, cand) if cand is not None else best_train(model) or model.newest("train", started=True)
     train_jid = train.jid if train is not None else None
 
     task = LayerJudge("task", dev, train_jid)
+    task.about = about
     judge_task(task, model, list(cfg.get("task_checks") or []), cfg, compare_cfg)
     if cfg.get("max_shift_drop") is not None:  # unset: the shift results are information, never a pass
         judge_job_check(task, model, "shift:new-distribution", cfg)
 
     framework = LayerJudge("framework", dev, train_jid)
+    framework.about = about
     for spec in cfg.get("framework_checks") or []:
         kind, check = _split_spec(spec)
         if kind == "align" and check in ALIGN_PAIRS:
@@ -473,8 +559,8 @@ def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dic
     layers = [
         task.layer_dict(),
         framework.layer_dict(),
-        _device_layer(model, cfg, dev, train_jid),
-        performance_layer(model, cfg, dev, train),
+        _device_layer(model, cfg, dev, train_jid, about),
+        performance_layer(model, cfg, dev, train, about),
     ]
     required = [
         lay["verdict"]
@@ -483,6 +569,9 @@ def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dic
     ]
     return {
         "format": FORMAT,
+        "candidate": cand.as_dict() if cand is not None else None,
+        "freezes": [c.as_dict() for c in about.freezes],
+        "about_other": about_other(model, cand),
         "target": target,
         "layers": layers,
         "thresholds": dict(cfg),
@@ -491,9 +580,12 @@ def evaluate(model: SessionModel, cfg: Dict[str, Any], compare_cfg: Optional[Dic
     }
 
 
-def _device_layer(model: SessionModel, cfg: Dict[str, Any], dev: str, train_jid: Optional[str]) -> Dict[str, Any]:
+def _device_layer(
+    model: SessionModel, cfg: Dict[str, Any], dev: str, train_jid: Optional[str], about: Optional[About] = None
+) -> Dict[str, Any]:
     """The device claim: never from CPU; with a CPU target the layer is not-run and says so."""
     judge = LayerJudge("device", dev, train_jid)
+    judge.about = about or judge.about
     if dev == "CPU":
         out = judge.layer_dict()
         judge.want("device-setting", "env")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
+from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate, exit_code
 from workbench.config.layers import ConfigError, load
 from workbench.fold.stream import fold_session
@@ -35,7 +36,8 @@ def render(acc: Dict[str, Any]) -> str:
     """The verdict for people: target, one line per layer, every deciding check with its measured value against its
     threshold (a passing one too), the performance figure even when not required, and what to run."""
     target = acc["target"]
-    lines = ["target %s (requested %s: %s)" % (target["device"], target.get("requested"), target.get("why")), ""]
+    lines = candidate_lines(acc)
+    lines += ["target %s (requested %s: %s)" % (target["device"], target.get("requested"), target.get("why")), ""]
     for lay in acc["layers"]:
         lines.append("%-11s %-14s %s" % (lay["layer"], lay["verdict"], lay["summary"]))
         for row in lay["deciding"]:
@@ -63,6 +65,27 @@ def render(acc: Dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def candidate_lines(acc: Dict[str, Any]) -> List[str]:
+    """What the verdict is about, first: the candidate and its lineage, or that none is frozen; then the evidence
+    about other models, which does not count."""
+    cand = acc.get("candidate")
+    if cand is None:
+        lines = ["candidate  none frozen: the verdict is about one model (see missing below)"]
+    else:
+        lines = [
+            "candidate  #%d %s epoch %s, checkpoint sha256 %s"
+            % (cand["n"], cand["run"], cand["epoch"], cand["sha256"]),
+            "           split %s, recipe %s, frozen because: %s"
+            % ((cand["split_sha256"] or "not recorded")[:12], cand["recipe_sha256"][:12], cand["reason"]),
+        ]
+    for other in acc.get("about_other") or []:
+        lines.append(
+            "  about another model (does not count): %s about %s (%d checks)"
+            % (other["job"], other["subject"], len(other["checks"]))
+        )
+    return lines + [""]
+
+
 def wrap(text: str, width: int) -> str:
     """Text cut at a word boundary when longer than `width`, ending '…' (never mid-word)."""
     if len(text) <= width:
@@ -83,7 +106,7 @@ def cmd_accept(args) -> int:
     except ConfigError as exc:
         print("config error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
-    acc = evaluate(fold_session(session_dir), cfg["acceptance"], cfg["compare"])
+    acc = evaluate(fold_session(session_dir), cfg["acceptance"], cfg["compare"], about=about_session(session_dir))
     if args.json:
         sys.stdout.write(json.dumps(acc, indent=2, sort_keys=False, default=str) + "\n")
     else:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 import yaml
 
 from workbench import __version__
+from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import load
 from workbench.data.dataset import CLASS_NAMES
@@ -280,7 +281,10 @@ def collect(
     report["limitations"] = limitations(report)
     cfg = load()  # the same computation as `ms-workbench accept`
     report["acceptance"] = evaluate(
-        model, acceptance if acceptance is not None else cfg["acceptance"], cfg.get("compare")
+        model,
+        acceptance if acceptance is not None else cfg["acceptance"],
+        cfg.get("compare"),
+        about=about_session(session_dir),
     )
     report["session"]["imported"] = imported_mark(session_dir)  # None for a session made here
     return report

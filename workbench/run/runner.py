@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from workbench import __version__
 from workbench.config.layers import dump
@@ -18,6 +18,7 @@ from workbench.run.device import DEVICE_JOBS, lock_name, resolve
 from workbench.run.locks import run_key
 from workbench.run.msrun import MsrunPlan, ParallelError
 from workbench.run.msrun import plan as plan_msrun
+from workbench.session import candidate
 from workbench.session.imported import imported_mark
 from workbench.session.store import SessionStore, job_status
 from workbench.system.atomic import read_json, write_json, write_text
@@ -27,6 +28,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JOB_KINDS = ("env", "data", "train", "test", "align", "export", "overfit", "resume", "precision", "drill", "shift")
 ALIGN_PATHS = ("reference", "candidate")
 LOCK_DIR_ENV = "MS_WORKBENCH_LOCK_DIR"
+# The key naming the weights a job looks at; unset, the runner puts the session's candidate there.
+WEIGHTS_KEYS = {"test": ("test", "from"), "align": ("align", "weights_from"), "export": ("export", "from")}
 
 
 def lock_dir() -> Path:
@@ -82,6 +85,41 @@ def effective_config(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def with_candidate(
+    store: SessionStore, sid: str, kind: str, cfg: Dict[str, Any]
+) -> Tuple[Dict[str, Any], Optional[candidate.Candidate]]:
+    """The config a test, align or export job runs with: an unset weights key names the session's candidate
+    (its run, and for align its model), so the job records which checkpoint it used. RunnerError, naming the
+    freeze command, when none is frozen."""
+    if kind not in WEIGHTS_KEYS:
+        return cfg, None
+    section, key = WEIGHTS_KEYS[kind]
+    if cfg[section].get(key):
+        return cfg, None
+    cand = candidate.current(store.session_dir(sid))
+    if cand is None:
+        other = (
+            "--set test.from=<train job> to test another run"
+            if kind == "test"
+            else "--set %s.%s=init for initial weights (never counted for acceptance)" % (section, key)
+        )
+        raise RunnerError(
+            "%s.%s is not set and session %s has no frozen candidate: freeze one first with `%s` "
+            "(the newest training run that ended ok, its best checkpoint), or %s"
+            % (section, key, sid, store.command("freeze", sid), other)
+        )
+    out = copy.deepcopy(cfg)
+    out[section][key] = cand.run
+    if kind == "align":  # both sides build the candidate's network, whatever the config's model section says
+        run_dir = (store.session_dir(sid) / cand.checkpoint).parent.parent
+        try:
+            model = read_json(run_dir / "config.json").get("model") or {}
+        except (OSError, ValueError, AttributeError):
+            model = {}  # the align job then names the mismatch, if any
+        out["model"].update({k: model[k] for k in ("name", "hidden") if k in model})
+    return out, cand
+
+
 def needs_device(kind: str, cfg: Dict[str, Any]) -> bool:
     """Device jobs take the per-device lock."""
     return kind in DEVICE_JOBS or (kind == "drill" and bool(cfg["drill"]["device"]))
@@ -130,6 +168,7 @@ class JobRunner:
                 "session %s is an imported record (read-only): run jobs in a session of your own; "
                 "refer to its runs as %s/<job id>" % (sid, sid)
             )
+        cfg, chosen = with_candidate(self.store, sid, kind, cfg)  # before any folder: a refusal leaves no trace
         python = cfg.get("python") or os.environ.get("MS_WORKBENCH_PYTHON") or sys.executable
         if os.sep in python and not os.access(python, os.X_OK):
             raise RunnerError("python: %r is not an executable interpreter (config key 'python')" % python)
@@ -176,6 +215,8 @@ class JobRunner:
             "stall_s": cfg["limits"]["stall_s"],
             "grace_s": cfg["limits"]["grace_s"],
         }
+        if chosen is not None:
+            spec["candidate"] = chosen.as_dict()  # the freeze this job's weights key was filled from
         write_text(job_dir / "config.yaml", dump(cfg))
         write_json(job_dir / "config.json", cfg)
         write_json(job_dir / "job.json", spec)
