@@ -220,3 +220,14 @@ def test_an_archive_that_is_not_one_session_folder_is_refused(tmp_path):
         with pytest.raises(RecordRefused, match=why):
             import_record(tmp_path / "sessions", path)
         assert nothing_added(tmp_path / "sessions")
+
+
+def test_an_imported_session_names_the_commit_its_record_names(archive, tmp_path):
+    with tarfile.open(str(archive), "r:gz") as tar:
+        rev = json.loads(tar.extractfile("%s/export/reproduce/revision.json" % SID).read())
+    done = import_record(tmp_path / "elsewhere", archive)
+    if rev.get("git"):
+        assert done["revision"].startswith(rev["git"]["commit"])
+        assert ("(dirty)" in done["revision"]) == bool(rev["git"]["dirty"])
+    else:  # a source tree that is not a git checkout names no commit: nothing to show, said as null
+        assert done["revision"] is None

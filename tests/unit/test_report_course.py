@@ -150,7 +150,7 @@ def test_a_resume_that_is_not_bit_exact_is_not_called_bit_exact():
 
 
 def test_a_session_without_course_jobs_says_they_were_not_run(tmp_path):
-    from tests.fixtures.sessions.recorded import copy_real
+    from tests.support.sessions import copy_real
 
     sid = copy_real(tmp_path)
     head = markdown.render(collect(SessionStore(tmp_path), sid)).split("## Throughput")[0]

@@ -392,7 +392,7 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
             "manifest_sha256": verified["manifest_sha256"],
             "files_verified": verified["files"],
             "host": info.get("host"),
-            "revision": _revision(info),
+            "revision": _revision(info, staged),
             "version": info.get("version"),
         }
         write_json(staged / IMPORT_MARK, mark)
@@ -427,11 +427,24 @@ def _session_info(staged: Path, sid: str) -> Dict[str, Any]:
     return info
 
 
-def _revision(info: Dict[str, Any]) -> Optional[str]:
-    """The code revision the record names (session.json's `revision` or `code.revision`, when written)."""
+RECORD_REVISION = "export/reproduce/revision.json"  # the record's own statement of the code it ran
+
+
+def _revision(info: Dict[str, Any], staged: Optional[Path] = None) -> Optional[str]:
+    """The code revision the record names: session.json's `revision` or `code.revision`, else the git commit in
+    the record's reproduce/revision.json ('<commit> (dirty)' when it had uncommitted changes)."""
     code = info["code"] if isinstance(info.get("code"), dict) else {}
     value = info.get("revision") or code.get("revision") or info.get("git")
-    return str(value) if value else None
+    if value:
+        return str(value)
+    try:
+        rev = read_json(staged / RECORD_REVISION) if staged is not None else None
+    except (OSError, ValueError):
+        return None
+    git = rev.get("git") if isinstance(rev, dict) and isinstance(rev.get("git"), dict) else {}
+    if not git.get("commit"):
+        return None
+    return "%s%s" % (git["commit"], " (dirty)" if git.get("dirty") else "")
 
 
 def _already_there(existing: Path, sid: str, verified: Dict[str, Any]) -> Dict[str, Any]:
