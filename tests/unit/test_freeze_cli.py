@@ -100,3 +100,18 @@ def test_a_recipe_job_check_carries_the_recipe_and_a_checkpoint_job_its_file(tmp
     ctx.check("after", "about the file", "observed-pass")
     first, second = _checks(ctx.dir)
     assert "subject" not in first and second["subject"] == "checkpoint:" + "f" * 64
+
+
+def test_a_second_test_evaluation_is_refused_saying_what_it_costs(tmp_path, capsys, monkeypatch):
+    from tests.support import variants
+
+    session = variants.copy_real(tmp_path)
+    argv = ["run", "test", "--session", session.name, "--sessions", str(tmp_path)]
+    monkeypatch.setattr("sys.argv", ["ms-workbench"] + argv)
+    before = sorted(p.name for p in (session / "jobs").iterdir())
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "the test set of session %s is spent: test-001 (train-001, checkpoint " % session.name in err
+    assert "makes test-evaluations observed-fail" in err and "stays the reported one" in err
+    assert err.rstrip().endswith(" ".join(["ms-workbench"] + argv + ["--test-set-again"]))
+    assert sorted(p.name for p in (session / "jobs").iterdir()) == before  # nothing started

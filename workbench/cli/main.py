@@ -89,6 +89,11 @@ def cmd_run(args) -> int:
         except (BadReference, FileNotFoundError) as exc:
             print("error: --session %s" % exc, file=sys.stderr)
             return USAGE_ERROR
+    if args.job == "test" and args.session and not args.test_set_again:
+        spent = test_set_spent(store, args.session)
+        if spent:
+            print(spent, file=sys.stderr)
+            return USAGE_ERROR
     sid = args.session or store.create(sys.argv)
     try:
         job_dir = JobRunner(store).start(sid, args.job, cfg, command=sys.argv)
@@ -113,6 +118,25 @@ def cmd_run(args) -> int:
         except KeyboardInterrupt:
             return _interrupted(job_dir, sid)
         raise
+
+
+def test_set_spent(store: SessionStore, sid: str) -> Optional[str]:
+    """Why a test evaluation is refused in a session whose test set was already evaluated (None when it was not)."""
+    import shlex
+
+    from workbench.acceptance.testset import COST, describe, evaluations
+    from workbench.fold.stream import fold_session
+
+    done = evaluations(fold_session(store.session_dir(sid)))
+    if not done:
+        return None
+    again = ["ms-workbench"] + sys.argv[1:] + ["--test-set-again"]
+    return "error: the test set of session %s is spent: %s.\n%s.\nTo evaluate it anyway: %s" % (
+        sid,
+        ", ".join(describe(e) for e in done),
+        COST[0].upper() + COST[1:],
+        " ".join(shlex.quote(w) for w in again),
+    )
 
 
 def _detached_start(job_dir: Path, within_s: float = 10.0) -> int:
@@ -431,6 +455,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--detach", action="store_true", help="return at once, printing the job dir")
     p.add_argument(
         "--every", type=number(0, integer=True), default=0, metavar="N", help="print every Nth step (plain output)"
+    )
+    p.add_argument(
+        "--test-set-again",
+        action="store_true",
+        help="evaluate the test set although this session already did (test-evaluations then fails)",
     )
     p.set_defaults(func=cmd_run)
 
