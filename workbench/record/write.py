@@ -181,7 +181,7 @@ def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> D
     write_json(stage / reproduce_md.REVISION, rep["revision"])
     write_text(stage / reproduce_md.COMMANDS, reproduce.commands_script(report, rep["commands"]))
     os.chmod(str(stage / reproduce_md.COMMANDS), 0o755)
-    written: Dict[str, List[str]] = {"model_code": [], "reference": []}
+    written: Dict[str, Any] = {"model_code": [], "reference": []}
     code = reproduce.model_code()
     for data in code.values():
         path = "%s/model.py" % reproduce_md.PACKAGE  # the standalone network, as in the deliverable
