@@ -150,3 +150,14 @@ def test_train_reports_first_result_and_timing_repeats(sessions):
     summary = [ev for ev in read_all(str(job / "events.jsonl")) if ev["type"] == "result"][0]["summary"]
     assert summary["perf"]["first_result_s"] == first["evidence"]["seconds"]
     assert summary["perf"]["repeats"]["median_ms"] == e["median_ms"]
+
+
+def test_a_default_training_run_records_three_timing_repeats_and_their_spread(sessions):
+    job = run_job(sessions, "train", "train.epochs=1", "perf.repeat_steps=8")  # perf.repeats left at its default
+    rep = only_check(job, "perf-repeats")
+    assert rep["status"] == Evidence.PASS, rep["detail"]
+    e = rep["evidence"]
+    assert e["repeats"] == 3 and len(e["per_repeat"]) == 3
+    assert e["spread_pct"] == pytest.approx(100.0 * (e["max_ms"] - e["min_ms"]) / e["median_ms"])
+    for r in e["per_repeat"]:  # the run's throughput definition: images over the summed wall time of the steps
+        assert r["images_per_s"] > 0 and e["images_per_s_rule"].startswith("each repeat: Σ images / Σ wall time")

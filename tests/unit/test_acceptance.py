@@ -421,3 +421,13 @@ def test_a_refreeze_after_a_test_evaluation_keeps_the_test_set_spent(tmp_path):
     assert _row(task, "test-macro-f1")["level"] == Evidence.NOT_RUN
     assert "the test set is already spent: test-001" in _row(task, "test-macro-f1")["detail"]
     assert any(o["job"] == "test-001" for o in acc["about_other"])
+
+
+def test_accept_shortens_a_long_detail_at_a_word_never_mid_word():
+    from workbench.cli.accept import wrap
+
+    text = "alpha " * 40 + "omega"
+    short = wrap(text, 50)
+    assert short.endswith(" …") and len(short) <= 52
+    assert short[:-2].split(" ")[-1] == "alpha"  # whole words only
+    assert wrap("short detail", 50) == "short detail"

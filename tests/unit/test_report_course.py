@@ -155,3 +155,15 @@ def test_a_session_without_course_jobs_says_they_were_not_run(tmp_path):
     sid = copy_real(tmp_path)
     head = markdown.render(collect(SessionStore(tmp_path), sid)).split("## Throughput")[0]
     assert "- **resume** (resume-exact): not run in this session." in head
+
+
+def test_the_course_report_is_short_and_its_first_screen_holds_what_a_reviewer_reads_first(course):
+    _, text = course
+    lines = text.splitlines()
+    assert len(lines) < 400
+    first = "\n".join(lines[: lines.index("## 1. Session")])
+    for heading in ("## The candidate", "## Acceptance", "## Results", "## Course checks", "## Throughput"):
+        assert heading in first, heading
+    rows = [x for x in first.splitlines() if x.startswith("| ") and " | **" in x]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows[:4]] == ["task", "framework", "device", "performance"]
+    assert "time to first usable result" in first

@@ -41,7 +41,7 @@ def overfit_text(ev: Dict[str, Any]) -> str:
 
 def resume_text(ev: Dict[str, Any]) -> str:
     """What was compared between the resumed and the uninterrupted run, and whether it is bit-exact."""
-    w = ev.get("weights") if isinstance(ev.get("weights"), dict) else {}
+    w: Dict[str, Any] = ev["weights"] if isinstance(ev.get("weights"), dict) else {}
     return (
         "resumed at global step %s (state of epoch %s) against the uninterrupted %s-epoch run: %s step losses after "
         "the resume and %s tensors of the final state (weights + optimizer) compared bit for bit: %s%s"
@@ -65,8 +65,8 @@ def resume_text(ev: Dict[str, Any]) -> str:
 def precision_text(ev: Dict[str, Any]) -> str:
     """Δ macro-F1 against its tolerance, the per-class recall deltas, finiteness of both legs."""
     deltas = ev.get("recall_delta") or []
-    fp32 = ev.get("fp32") if isinstance(ev.get("fp32"), dict) else {}
-    cand = ev.get("candidate_leg") if isinstance(ev.get("candidate_leg"), dict) else {}
+    fp32: Dict[str, Any] = ev["fp32"] if isinstance(ev.get("fp32"), dict) else {}
+    cand: Dict[str, Any] = ev["candidate_leg"] if isinstance(ev.get("candidate_leg"), dict) else {}
     names = fp32.get("class_names") or [str(i) for i in range(len(deltas))]
     if ev.get("macro_f1_delta") is None:
         return "%s against fp32: not compared (%s leg %s, fp32 leg %s)" % (
@@ -80,8 +80,8 @@ def precision_text(ev: Dict[str, Any]) -> str:
         "finite: fp32 %s, %s %s"
         % (
             ev.get("candidate"),
-            ev["macro_f1_delta"],
-            ev.get("max_macro_f1_delta"),
+            float(ev["macro_f1_delta"]),
+            float(ev.get("max_macro_f1_delta") or 0.0),
             ", ".join("%s %+.3f" % (names[i] if i < len(names) else i, d) for i, d in enumerate(deltas)) or "-",
             fp32.get("finite_loss"),
             ev.get("candidate"),
@@ -101,7 +101,7 @@ def course_lines(report: Dict[str, Any]) -> List[str]:
         if c is None:
             lines.append("- **%s** (%s): not run in this session." % (name, cid))
             continue
-        ev = c.get("evidence") if isinstance(c.get("evidence"), dict) else {}
+        ev: Dict[str, Any] = c["evidence"] if isinstance(c.get("evidence"), dict) else {}
         try:
             said = TEXTS[cid](ev)
         except (TypeError, ValueError, KeyError, IndexError):  # evidence of another shape: the job's own words
