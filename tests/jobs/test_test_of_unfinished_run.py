@@ -25,6 +25,7 @@ def test_testing_a_cancelled_runs_checkpoint_says_so(tmp_path):
         session.name,
         "--set",
         "test.from=train-001",
+        "--test-set-again",  # the recorded session's test set was evaluated already (test-001)
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
