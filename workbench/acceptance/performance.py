@@ -29,7 +29,7 @@ def run_perf(rec: JobRecord) -> Dict[str, Any]:
 def repeats_of(rec: JobRecord) -> Optional[Dict[str, Any]]:
     """The run's timing repeats (check perf-repeats) when they passed: count, spread and their median figure."""
     ev = rec.checks.get("perf-repeats") or {}
-    evidence = ev.get("evidence") if isinstance(ev.get("evidence"), dict) else {}
+    evidence = ev["evidence"] if isinstance(ev.get("evidence"), dict) else {}
     if ev.get("status") != Evidence.PASS or not isinstance(evidence.get("per_repeat"), list):
         return None
     return evidence
@@ -37,8 +37,8 @@ def repeats_of(rec: JobRecord) -> Optional[Dict[str, Any]]:
 
 def conditions(rec: JobRecord, perf: Dict[str, Any]) -> Dict[str, Any]:
     """What the figure was measured under: batch size, precision, mode, warm-up steps, sync boundary, repeats."""
-    train = rec.config.get("train") if isinstance(rec.config.get("train"), dict) else {}
-    steady = perf.get("steady") if isinstance(perf.get("steady"), dict) else {}
+    train = rec.config["train"] if isinstance(rec.config.get("train"), dict) else {}
+    steady = perf["steady"] if isinstance(perf.get("steady"), dict) else {}
     reps = repeats_of(rec)
     return {
         "batch_size": perf.get("batch_size") or train.get("batch_size"),
@@ -87,7 +87,7 @@ def performance_rows(rec: Optional[JobRecord], cfg: Dict[str, Any], target: str,
     minimum = number(cfg.get("min_steady_images_per_s")) or 0
     maximum = number(cfg.get("max_steady_median_ms")) or 0
     perf = run_perf(rec) if rec is not None else {}
-    steady = perf.get("steady") if isinstance(perf.get("steady"), dict) else {}
+    steady = perf["steady"] if isinstance(perf.get("steady"), dict) else {}
     cond = conditions(rec, perf) if rec is not None else {}
     where = (" (%s)" % CPU_FIGURE) if device.upper() == "CPU" else ""
     said = ("; conditions: %s" % conditions_text(cond)) if rec is not None else ""

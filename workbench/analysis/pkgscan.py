@@ -180,7 +180,7 @@ def package_report(
     module_dir = win["module"] if win is not None else (os.path.dirname(origin) if origin else None)
     if version is None and origin:
         version = module_version(module_dir if module_dir and os.path.isdir(module_dir) else None)
-        version_from = os.path.join(module_dir, "version.py") if version else None
+        version_from = os.path.join(module_dir, "version.py") if version and module_dir else None
     dist_count = sum(max(len(c["dists"]), 1 if c["module"] else 0) for c in copies)
     report = {
         "name": name,

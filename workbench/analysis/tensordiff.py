@@ -208,7 +208,8 @@ def diff_tensors(
 
     # A tensor on one side only is a failure of the comparison, never a skip.
     if ref_arr is None or cand_arr is None:
-        present = cand_arr if ref_arr is None else ref_arr
+        present = ref_arr if ref_arr is not None else cand_arr
+        assert present is not None  # both sides missing was refused above
         result = _empty_result(name, list(present.shape), dtypes, None, atol, rtol)
         only = "candidate" if ref_arr is None else "reference"
         result["reason"] = f"present only in {only}"

@@ -159,7 +159,7 @@ def candidate_runs(store: SessionStore, sid: str, exclude: Optional[Path] = None
             if not job.name.startswith("train-") or (skip is not None and job.resolve() == skip):
                 continue
             state = job_status(job).label()
-            where = "this session" if session == sid else "imported from %s" % (mark.get("host") or "?")
+            where = "this session" if session == sid else "imported from %s" % ((mark or {}).get("host") or "?")
             out.append((job, "%s/%s  %s  (%s)" % (session, job.name, state, where)))
     return out
 

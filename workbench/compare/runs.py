@@ -101,9 +101,9 @@ def environment(record: Any, env: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     env = env or {}
     started = record.started or {}
     device = record.device
-    ms = started.get("mindspore") if isinstance(started.get("mindspore"), dict) else {}
-    cann = env.get("cann") if isinstance(env.get("cann"), dict) else {}
-    py = env.get("python") if isinstance(env.get("python"), dict) else {}
+    ms = started["mindspore"] if isinstance(started.get("mindspore"), dict) else {}
+    cann = env["cann"] if isinstance(env.get("cann"), dict) else {}
+    py = env["python"] if isinstance(env.get("python"), dict) else {}
     return {
         "device": "%s:%s" % (device.get("resolved", "?"), device.get("id", 0)) if device else None,
         "mindspore": ms.get("version") or (env.get("mindspore") or {}).get("version"),
@@ -167,7 +167,7 @@ def confusion_diff(matrix_a: Any, matrix_b: Any) -> Optional[List[List[int]]]:
     """B - A, cell by cell (rows = true class); None unless both are square and the same size."""
 
     def square(m: Any) -> bool:
-        return isinstance(m, list) and m and all(isinstance(r, list) and len(r) == len(m) for r in m)
+        return isinstance(m, list) and bool(m) and all(isinstance(r, list) and len(r) == len(m) for r in m)
 
     if not (square(matrix_a) and square(matrix_b)) or len(matrix_a) != len(matrix_b):
         return None
@@ -343,6 +343,7 @@ def verdict(
             "missing": missing,
             "tolerances": tol._asdict(),
         }
+    assert test_a is not None and test_b is not None  # a missing one returned not-run above
     macro = abs(test_b["macro_f1"] - test_a["macro_f1"])
     numbers = [
         _judge(
@@ -372,6 +373,7 @@ def verdict(
             _judge("test per-class F1 |B - A|", "class F1", "max_class_f1_delta", None, tol.max_class_f1_delta, {})
         )
     la, lb = final_loss(a), final_loss(b)
+    assert la is not None and lb is not None  # a run without a final loss returned not-run above
     rel = abs(lb - la) / abs(la) if la else (0.0 if lb == la else None)
     numbers.append(
         _judge(
@@ -432,7 +434,7 @@ def compare_runs(
     diff = config_diff(a.config, b.config)
     best_a, best_b = a.best_epoch, b.best_epoch
     ta, tb = first_test(tests_a), first_test(tests_b)
-    result = {
+    result: Dict[str, Any] = {
         "format": "ms-workbench.analysis.tensordiff/1",
         "a": _side(a, names[0], ea, best_a),
         "b": _side(b, names[1], eb, best_b),

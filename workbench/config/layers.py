@@ -48,9 +48,10 @@ def _scalar_problem(
         return "not a finite number"
     if choices is not None and value not in choices:
         return ""
-    if low is not None and value < low:
+    number: Any = value  # one of `types`: a number wherever a key has bounds
+    if low is not None and number < low:
         return "too small"
-    if high is not None and value > high:
+    if high is not None and number > high:
         return "too large"
     return None
 

@@ -7,16 +7,17 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 def steps_span(ev: Dict[str, Any]) -> Tuple[int, int]:
     """A batched `steps` line's (first step number, number of steps): the longer of its loss and step_ms lists."""
-    first = ev.get("first_step") if type(ev.get("first_step")) is int else 0
+    first = ev["first_step"] if type(ev.get("first_step")) is int else 0
     lists = [ev.get(k) for k in ("loss", "step_ms")]
     return first, max([len(x) for x in lists if isinstance(x, list)] or [0])
 
 
 def step_rows(ev: Dict[str, Any]) -> Iterator[Tuple[int, int, Any, Any, Any, Any]]:
     """A batched `steps` line's steps as (index, step, loss, step_ms, batch_size, phase), without a dict per step."""
-    losses = ev.get("loss") if isinstance(ev.get("loss"), list) else []
-    times = ev.get("step_ms") if isinstance(ev.get("step_ms"), list) else []
-    sizes, phases = ev.get("batch_size"), ev.get("phase")
+    losses = ev["loss"] if isinstance(ev.get("loss"), list) else []
+    times = ev["step_ms"] if isinstance(ev.get("step_ms"), list) else []
+    sizes: Any = ev.get("batch_size")  # a list (one a step) or one value for every step
+    phases: Any = ev.get("phase")
     size_list, phase_list = isinstance(sizes, list), isinstance(phases, list)
     first, n = steps_span(ev)
     for i in range(n):

@@ -86,7 +86,8 @@ class JobRecord:
         self.main_perf: Dict[str, Any] = {}  # the main rank's latest perf line
         self.rank_perf: Dict[int, Dict[str, Any]] = {}
         self.steps = StepSeries()
-        self._warmup, self._warmup_of = 0, None  # train.warmup_steps, and the config it was read from
+        self._warmup = 0  # train.warmup_steps, and the config it was read from
+        self._warmup_of: Optional[Dict[str, Any]] = None
         self.steps_seen = 0  # step lines and batched steps of every rank
         self.rank_steps: Dict[int, RankSteps] = {}
         # keep_steps: True keeps every step in a StepTable; a StepTable given is filled (bounded, spooled)
@@ -403,7 +404,7 @@ class SessionModel:
             rec = getattr(job, "record", None)
             if rec is None:
                 spec = getattr(job, "spec", None) or {}
-                created = spec.get("created") if isinstance(spec, dict) else None
+                created: Any = spec.get("created") if isinstance(spec, dict) else None
                 rec = JobRecord(
                     job.jid,
                     getattr(job, "kind", "") or "",

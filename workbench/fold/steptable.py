@@ -40,8 +40,9 @@ class StepTable:
         self.ranks: set = set()
         self.sizes: Counter = Counter()
         self.jid = jid
-        self.spool: Optional[IO[str]] = tempfile.TemporaryFile("w+", encoding="utf-8", newline="") if spool else None
-        self._writer = csv.writer(self.spool, lineterminator="\n") if spool else None
+        spool_file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="") if spool else None
+        self.spool: Optional[IO[str]] = spool_file
+        self._writer = csv.writer(spool_file, lineterminator="\n") if spool_file is not None else None
         self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
 
     def add(self, step: Dict[str, Any]) -> None:
@@ -92,8 +93,8 @@ class StepTable:
         self.count += 1
 
     def _flush(self) -> None:
-        rows = self._rows
-        if not rows:
+        rows, spool, writer = self._rows, self.spool, self._writer
+        if not rows or spool is None or writer is None:  # rows are kept only while there is a spool
             return
         # csv.writer writes str(value) (a float's repr) and quotes a value holding a comma, a quote or a newline.
         # Formatted in one go (csv's cost per float is about twice this), then checked: no value held one, and
@@ -107,9 +108,9 @@ class StepTable:
             and "\r" not in text
             and "None" not in text
         ):
-            self.spool.write(text)
+            spool.write(text)
         else:
-            self._writer.writerows(rows)
+            writer.writerows(rows)
         rows.clear()
 
     def as_dict(self) -> Dict[str, Any]:

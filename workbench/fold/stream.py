@@ -142,7 +142,7 @@ def fold_job(
     """
     job_dir = Path(job_dir)
     spec = read_spec(job_dir) if spec is None else spec
-    created = spec.get("created")
+    created: Any = spec.get("created")
     rec = JobRecord(
         job_dir.name,
         str(spec.get("kind") or job_dir.name.rsplit("-", 1)[0]),

@@ -86,8 +86,9 @@ class JobTracker:
             except (OSError, ValueError):
                 continue
             job = TrackedJob(path, spec, EventReader(str(path / "events.jsonl")), JobStatus("running", "", None))
-            job.record = self.model.record_for(job)
-            job.record.status = job.status
+            record = self.model.record_for(job)
+            record.status = job.status
+            job.record = record
             self.jobs[path.name] = job
             batch.new_jobs.append(job)
 
@@ -98,7 +99,7 @@ class JobTracker:
         self._scan(batch)
         self._scanned_at = now
         for job in batch.new_jobs:
-            job.status = job.record.status = job_status(job.dir)
+            job.status = self.model.record_for(job).status = job_status(job.dir)
             job.checked_at = now
             job.reader.measure()  # so the backlog is known before a byte of it is read
             batch.changed.append(job)
@@ -116,10 +117,11 @@ class JobTracker:
                 continue
             end_seen = job.status.done  # read before the events: a read to the end after it is the last one needed
             lines = job.reader.read_lines(self.slice_bytes)
-            events = job.record.ingest_lines(lines) if lines else []  # damaged lines are listed, not passed on
+            record = self.model.record_for(job)  # the one job.record holds
+            events = record.ingest_lines(lines) if lines else []  # damaged lines are listed, not passed on
             if end_seen and not job.reader.capped:
                 job.drained = True
-                job.record.note_torn_tail(job.reader.pending_bytes)
+                record.note_torn_tail(job.reader.pending_bytes)
             if events:
                 job.events += len(events)
                 batch.events.append((job, events))
@@ -131,7 +133,7 @@ class JobTracker:
                 status = job_status(job.dir)
                 if status.state != job.status.state or status.reason != job.status.reason or job in batch.new_jobs:
                     batch.changed.append(job)
-                job.status = job.record.status = status
+                job.status = record.status = status
         if not self.caught_up and not self.behind():
             self.caught_up = True
         return batch

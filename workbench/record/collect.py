@@ -246,6 +246,7 @@ def collect(
     for d in job_dirs:
         reader = JobReader(files, d, scrub, spool_steps=step_tables is not None)
         jobs.append(reader.read())
+        assert reader.fold is not None  # read() folds the job
         jobs[-1]["legs"] = leg_steps(files, session_dir, reader.jid, scrub)
         model.add(reader.fold)
         if step_tables is not None:
@@ -356,7 +357,7 @@ def data_record(j: Dict[str, Any], files: SessionFiles) -> Dict[str, Any]:
             break
     summary = j["result"] if isinstance(j["result"], dict) else {}
     data_cfg = j["config"].get("data") or {}
-    told = summary.get("split") if isinstance(summary.get("split"), dict) else {}
+    told = summary["split"] if isinstance(summary.get("split"), dict) else {}
     split = dict(split or {})
     for key, alt in (
         ("seed", "seed"),

@@ -113,7 +113,7 @@ def reduced_precision_runs(report: Dict[str, Any]) -> List[str]:
             out.append("%s (%s)" % (r["jid"], precision))
     for j in report["jobs"]:
         for c in j["checks"]:
-            ev = c.get("evidence") if isinstance(c.get("evidence"), dict) else {}
+            ev = c["evidence"] if isinstance(c.get("evidence"), dict) else {}
             if c.get("id") == "precision-run" and c.get("status") in (Evidence.PASS, Evidence.FAIL):
                 out.append("%s (%s leg)" % (j["jid"], ev.get("candidate") or "candidate"))
     return out

@@ -98,7 +98,7 @@ def val_images(val: Dict[str, Any]) -> Optional[int]:
     for key in ("samples", "n"):
         if isinstance(val.get(key), int):
             return val[key]
-    supports = [c.get("support") for c in val.get("per_class") or [] if isinstance(c, dict)]
+    supports: List[Any] = [c.get("support") for c in val.get("per_class") or [] if isinstance(c, dict)]
     return sum(supports) if supports and all(isinstance(x, int) for x in supports) else None
 
 
@@ -289,10 +289,10 @@ def blocked_lines(report: Dict[str, Any]) -> List[str]:
                 )
         for m in layer.get("missing") or []:
             if m.get("command"):
-                how = "`%s`%s" % (m["command"], (" (TUI: %s)" % m["key"]) if m.get("key") else "")
+                produce = "`%s`%s" % (m["command"], (" (TUI: %s)" % m["key"]) if m.get("key") else "")
             else:
-                how = "set `%s`" % m["key"] if m.get("key") else "no command recorded"
-            missing.append("- %s (%s layer): %s" % (m.get("what"), layer.get("layer"), how))
+                produce = "set `%s`" % m["key"] if m.get("key") else "no command recorded"
+            missing.append("- %s (%s layer): %s" % (m.get("what"), layer.get("layer"), produce))
     for c in report["checks"]["not_passed"]:
         if c.get("status") not in (Evidence.FAIL, Evidence.BLOCKED) or _is_required(c, required):
             continue
