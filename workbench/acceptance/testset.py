@@ -20,7 +20,7 @@ def evaluations(model: SessionModel) -> List[Dict[str, Any]]:
     out = []
     for rec in model.of_kind("test"):
         for summary in rec.results:
-            ckpt = summary.get("checkpoint") if isinstance(summary.get("checkpoint"), dict) else {}
+            ckpt = summary["checkpoint"] if isinstance(summary.get("checkpoint"), dict) else {}
             sha = ckpt.get("sha256") if isinstance(ckpt.get("sha256"), str) else None
             out.append(
                 dict(summary, jid=rec.jid, sha256=sha, subject=checkpoint_subject(sha) if sha else None, t=rec.created)

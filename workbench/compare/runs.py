@@ -203,7 +203,7 @@ def steady(record: Any) -> Dict[str, Any]:
     st = perf.get("steady") or {}
     median, p95 = _num(st.get("median_ms")), _num(st.get("p95_ms"))
     reps = (record.checks.get("perf-repeats") or {}) if hasattr(record, "checks") else {}
-    ev = reps.get("evidence") if isinstance(reps.get("evidence"), dict) else {}
+    ev = reps["evidence"] if isinstance(reps.get("evidence"), dict) else {}
     run_to_run = _num(ev.get("spread_pct")) if reps.get("status") == "observed-pass" else None
     return {
         "images_per_s": _num(st.get("images_per_s")),

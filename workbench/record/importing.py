@@ -441,7 +441,7 @@ def _revision(info: Dict[str, Any], staged: Optional[Path] = None) -> Optional[s
         rev = read_json(staged / RECORD_REVISION) if staged is not None else None
     except (OSError, ValueError):
         return None
-    git = rev.get("git") if isinstance(rev, dict) and isinstance(rev.get("git"), dict) else {}
+    git = rev["git"] if isinstance(rev, dict) and isinstance(rev.get("git"), dict) else {}
     if not git.get("commit"):
         return None
     return "%s%s" % (git["commit"], " (dirty)" if git.get("dirty") else "")
