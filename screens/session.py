@@ -30,6 +30,7 @@ STATE_STYLE = {
     "timed-out": "red",
     "stalled": "red",
     "cancelled": "yellow",
+    "damaged": "bold red",
 }
 
 

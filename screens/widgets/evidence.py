@@ -17,6 +17,7 @@ STYLE = {
     "timed-out": "red",
     "stalled": "red",
     "cancelled": "yellow",
+    "damaged": "bold red",
 }
 SHORT = {
     "observed-pass": "PASS",

@@ -314,7 +314,7 @@ def judge_alignment(judge: LayerJudge, model: SessionModel, pair: str, cfg: Dict
 
 
 # -- the task layer --------------------------------------------------------------------------------------
-ENDED_BADLY = ("failed", "crashed", "timed-out", "stalled", "cancelled")
+ENDED_BADLY = ("failed", "crashed", "timed-out", "stalled", "cancelled", "damaged")
 
 
 def best_train(model: SessionModel) -> Optional[JobRecord]:

@@ -8,6 +8,8 @@ import os
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from workbench.system.regular import open_regular
+
 VERSION = 1
 
 
@@ -186,6 +188,7 @@ class EventReader:
         self._tail = b""
         self.size = 0  # the file's size when it was last read or measured (0 before)
         self.capped = False  # the last read stopped at its max_bytes, not at the end of the file
+        self.damaged = ""  # why the file cannot be read (a FIFO, a directory ...), once found
 
     def read_new(self, max_bytes: int = -1) -> List[Dict[str, Any]]:
         """Return the events completed since the last call (a torn last line waits)."""
@@ -194,12 +197,15 @@ class EventReader:
     def read_lines(self, max_bytes: int = -1) -> List[bytes]:
         """Return the raw complete lines (without newline) since the last call."""
         try:
-            with open(self.path, "rb") as fh:
+            with open_regular(self.path) as fh:
                 fh.seek(self.offset)
                 chunk = fh.read(max_bytes)
                 self.size = os.fstat(fh.fileno()).st_size
         except FileNotFoundError:
             self.capped = False
+            return []
+        except OSError as exc:  # not a regular file, unreadable: no events, and the reason kept
+            self.capped, self.damaged = False, str(exc)
             return []
         self.capped = 0 <= max_bytes == len(chunk)
         if not chunk:
@@ -240,3 +246,46 @@ def tail_events(path: str, max_bytes: int = 65536) -> List[Dict[str, Any]]:
     if reader.offset - len(b"".join(lines)) > 0 and size > max_bytes and lines:
         lines = lines[1:]  # the first line may be cut
     return [decode_line(line) for line in lines if line.strip()]
+
+
+FINISHED_SCAN_BYTES = 256 << 20  # how far back from the end the final status is looked for
+BACK_BLOCK = 1 << 20
+MAX_LINE_BYTES = 16 << 20
+
+
+def last_finished(path: str, max_scan: int = FINISHED_SCAN_BYTES) -> Optional[Dict[str, Any]]:
+    """The last complete `finished` event of rank 0 (or no rank), read back from the end in blocks.
+
+    Garbage appended after the event (a job that went on printing, a damaged tail) does not hide
+    it; the scan stops after `max_scan` bytes. NotRegular (an OSError) for a FIFO, device or folder.
+    """
+    try:
+        fh = open_regular(path)
+    except FileNotFoundError:
+        return None
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        carry = b""  # the end part of a line whose beginning lies further back
+        pos = end
+        skip_tail = True  # the file's last line counts only with its newline
+        while pos > 0 and end - pos < max_scan:
+            step = min(BACK_BLOCK, pos)
+            pos -= step
+            fh.seek(pos)
+            lines = (fh.read(step) + carry).split(b"\n")
+            if skip_tail:
+                lines.pop()  # after the last newline: empty, or a torn line
+                if not lines:
+                    carry = b""
+                    continue
+                skip_tail = False
+            carry = lines.pop(0) if pos > 0 else b""
+            if len(carry) > MAX_LINE_BYTES:  # no finished event is that long: let the giant line go
+                carry = b""
+            for raw in reversed(lines):
+                if b'"finished"' not in raw:
+                    continue
+                event = decode_line(raw)
+                if event.get("type") == "finished" and event.get("rank") in (None, 0):
+                    return event
+    return None

@@ -16,6 +16,7 @@ from workbench.events.files import SCAN_OBJECT, decode_line, decode_text, line_b
 from workbench.fold.record import JobRecord, SessionModel
 from workbench.session.store import job_status
 from workbench.system.atomic import read_json
+from workbench.system.regular import open_regular
 
 BLOCK_BYTES = 1 << 20
 
@@ -106,8 +107,8 @@ def fold_file(rec: JobRecord, name: str, chunks: Iterable[bytes], transform: Any
 
 def _blocks(path: Path) -> Iterator[bytes]:
     try:
-        fh = open(str(path), "rb")
-    except OSError:
+        fh = open_regular(path)
+    except OSError:  # a FIFO, folder or device in its place is never read: the status says damaged
         return
     with fh:
         yield from iter(lambda: fh.read(BLOCK_BYTES), b"")
@@ -154,7 +155,8 @@ def fold_job(
         files = {p.name: partial(_blocks, p) for p in job_dir.glob("events*.jsonl")}
     for name in event_files(files):
         fold_file(rec, name, files[name](), transform)
-    rec.status = job_status(job_dir, events=[rec.finished] if rec.finished else [])
+    # Without a finished event folded, the status reads the folder itself: a damaged events file says so.
+    rec.status = job_status(job_dir, events=[rec.finished]) if rec.finished else job_status(job_dir)
     return rec
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import getpass
+import math
 import os
 import secrets
 import socket
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from workbench import __version__
-from workbench.events.protocol import tail_events
+from workbench.events.files import last_finished
 from workbench.session.refs import SID_PATTERN, BadReference, check_jid, check_sid
 from workbench.system.atomic import read_json, write_json
 from workbench.system.childproc import pid_running
@@ -34,7 +35,7 @@ def new_sid(now: Optional[float] = None) -> str:
 class JobStatus:
     """A job's state derived from its events and exit.json."""
 
-    state: str  # running, ok, failed, crashed, timed-out, stalled, cancelled
+    state: str  # running, ok, failed, crashed, timed-out, stalled, cancelled, damaged
     reason: str
     duration_s: Optional[float]
 
@@ -56,30 +57,66 @@ def _finished(events: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
 
 
 def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> JobStatus:
-    """Derive the status: never 'ok' without a `finished` event with status ok."""
-    job_dir = Path(job_dir)
+    """Derive the status: never 'ok' without a `finished` event with status ok.
+
+    A file of the job that cannot be read as what it should be (cut JSON, a FIFO, a folder) gives
+    the status `damaged: <file>: <why>`, never an exception.
+    """
+    try:
+        return _job_status(Path(job_dir), events)
+    except Damaged as exc:
+        return JobStatus("damaged", str(exc), None)
+
+
+class Damaged(Exception):
+    """A job file that is not what it should be; the message names the file and why."""
+
+
+def _read_dict(path: Path) -> Dict[str, Any]:
+    """A JSON object file; Damaged naming the file for anything else (cut, empty, a FIFO, a list ...)."""
+    try:
+        value = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise Damaged("%s: %s" % (path.name, _why(exc)))
+    if not isinstance(value, dict):
+        raise Damaged("%s: holds %s, not a JSON object" % (path.name, type(value).__name__))
+    return value
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
+        return "not valid JSON (%s)" % exc
+    return str(exc)
+
+
+def _job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]]) -> JobStatus:
     exit_path = job_dir / "exit.json"
 
     def finished_event() -> Optional[Dict[str, Any]]:  # read only when needed: running jobs skip it
-        return _finished(events if events is not None else tail_events(str(job_dir / "events.jsonl")))
+        if events is not None:
+            return _finished(events)
+        try:
+            return last_finished(str(job_dir / "events.jsonl"))
+        except OSError as exc:
+            raise Damaged("events.jsonl: %s" % exc)
 
-    if not exit_path.exists():
+    if not os.path.lexists(str(exit_path)):
         pids = {}
         if (job_dir / "pids.json").exists():
             try:
-                pids = read_json(job_dir / "pids.json")
-            except (OSError, ValueError):
+                pids = _read_dict(job_dir / "pids.json")
+            except Damaged:
                 pids = {}
         spec_created = None
         try:
-            spec_created = read_json(job_dir / "job.json").get("created")
-        except (OSError, ValueError):
+            spec_created = _seconds(_read_dict(job_dir / "job.json").get("created"))
+        except Damaged:
             pass
-        dur = time.time() - (spec_created or time.time())
+        so_far = time.time() - (spec_created or time.time())
         if pid_running(pids.get("supervisor")):
-            return JobStatus("running", "", round(dur, 1))
+            return JobStatus("running", "", round(so_far, 1))
         if not pids and spec_created and time.time() - spec_created < 10:
-            return JobStatus("running", "starting", round(dur, 1))
+            return JobStatus("running", "starting", round(so_far, 1))
         # No exit.json and no supervisor: it was killed (SIGKILL, the OOM killer); say what we can see.
         if not pids:
             return JobStatus("crashed", "supervisor lost (it started no job and wrote no exit.json)", None)
@@ -90,12 +127,15 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
         if fin is not None:
             seen.append("the job had finished %s" % fin.get("status"))
         return JobStatus("crashed", "supervisor lost (%s)" % "; ".join(seen), None)
-    rec = read_json(exit_path)
+    rec = _read_dict(exit_path)
     fin = finished_event()
-    dur = rec.get("duration_s")
-    after = " after %s s" % _fmt_s(dur) if dur is not None else ""
+    took = _seconds(rec.get("duration_s"))
+    if took is None and rec.get("duration_s") is not None:
+        raise Damaged("exit.json: duration_s is %r, not a number of seconds" % (rec.get("duration_s"),))
+    dur = took
+    after = " after %s s" % _fmt_s(took) if took is not None else ""
     if rec.get("refused"):
-        return JobStatus("failed", "refused: " + rec["refused"], dur)
+        return JobStatus("failed", "refused: %s" % (rec["refused"],), dur)
     if rec.get("timed_out"):
         return JobStatus("timed-out", "no end within the time limit%s" % after, dur)
     if rec.get("stalled"):
@@ -104,7 +144,7 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
         return JobStatus("cancelled", "stopped on request%s" % after, dur)
     full = rec.get("disk_full")
     if full:
-        where = " while writing %s" % full["file"] if full.get("file") else ""
+        where = " while writing %s" % full["file"] if isinstance(full, dict) and full.get("file") else ""
         return JobStatus("crashed", "no space left on device (ENOSPC)%s%s" % (where, after), dur)
     if rec.get("signal"):
         return JobStatus("crashed", "%s%s" % (rec["signal"], after), dur)
@@ -115,9 +155,25 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
         return JobStatus("crashed", "exit code %s without a finished event%s" % (rc, after), dur)
     if fin.get("status") == "ok" and rc == 0:
         return JobStatus("ok", "", dur)
-    err = fin.get("error") or {}
-    msg = err.get("message") or ("exit code %s" % rc)
+    error = fin.get("error")
+    err: Dict[str, Any] = error if isinstance(error, dict) else {}
+    msg = str(err.get("message") or ("exit code %s" % rc))
     return JobStatus("failed", msg.splitlines()[0][:200] if msg else "", dur)
+
+
+def _job_created(job_dir: Path) -> float:
+    """job.json's created time; 0 for a damaged one (listed first; its status says what is wrong)."""
+    try:
+        return _seconds(_read_dict(job_dir / "job.json").get("created")) or 0.0
+    except Damaged:
+        return 0.0
+
+
+def _seconds(value: Any) -> Optional[float]:
+    """A finite number of seconds as stored, else None (a string, NaN, a bool ...)."""
+    if type(value) in (int, float) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def _fmt_s(value: float) -> str:
@@ -176,7 +232,7 @@ class SessionStore:
             created = read_json(self.session_dir(sid) / "session.json").get("created")
         except (OSError, ValueError, AttributeError):
             return 0.0
-        return float(created) if isinstance(created, (int, float)) else 0.0
+        return _seconds(created) or 0.0
 
     def named_or_newest(self, sid: Optional[str]) -> str:
         """`sid` checked against the root, else the newest session; FileNotFoundError when there is none."""
@@ -218,8 +274,8 @@ class SessionStore:
     def jobs(self, sid: str) -> List[Path]:
         """Job folders of a session, in start order."""
         jobs = self.session_dir(sid) / "jobs"
-        dirs = [p for p in jobs.iterdir() if (p / "job.json").exists()]
-        return sorted(dirs, key=lambda p: (read_json(p / "job.json").get("created", 0), p.name))
+        dirs = [p for p in jobs.iterdir() if os.path.lexists(str(p / "job.json"))]
+        return sorted(dirs, key=lambda p: (_job_created(p), p.name))
 
     def command(self, *words: str) -> str:
         """A command line that runs as printed: `ms-workbench WORDS`, with --sessions when this root is not the default."""

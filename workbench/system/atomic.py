@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Union
 
+from workbench.system.regular import read_regular
+
 PathLike = Union[str, Path]
 
 
@@ -41,9 +43,8 @@ def write_json(path: PathLike, obj: Any) -> Path:
 
 
 def read_json(path: PathLike) -> Any:
-    """Read a JSON file."""
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+    """Read a JSON file: a regular file of bounded size only (NotRegular, an OSError, otherwise)."""
+    return json.loads(read_regular(path).decode("utf-8"))
 
 
 def sha256_file(path: PathLike, chunk_bytes: int = 1 << 20) -> str:
