@@ -35,6 +35,7 @@ PYTEST_ARGS ?=
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --config pyproject.toml
 	$(VENV)/bin/vermin --no-tips --violations -t=3.9- workbench jobs
 	$(PY) -m pytest $(PYTEST_ARGS)
