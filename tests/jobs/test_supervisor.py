@@ -309,3 +309,25 @@ def test_align_locks_both_paths_devices(tmp_path):
     cfg = effective_config(cfg)
     assert device_targets("align", cfg) == [("Ascend", 3), ("CPU", 0)]
     assert device_targets("train", cfg) == [("CPU", 0)]
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink", "hardlink"])
+def test_a_planted_lock_file_is_refused_at_once_naming_the_path(run_cli, sessions, private_lock_dir, tmp_path, planted):
+    proc, first = run_drill(run_cli, sessions, "drill.device=true", *FAST)
+    assert proc.returncode == 0
+    (lock,) = [p for p in private_lock_dir.iterdir() if not p.name.endswith(".guard")]
+    lock.unlink()
+    if planted == "fifo":
+        os.mkfifo(str(lock))
+    elif planted == "symlink":
+        os.symlink(str(tmp_path / "victim"), str(lock))
+    else:
+        (tmp_path / "other").write_text("")
+        os.link(str(tmp_path / "other"), str(lock))
+    proc = run_cli("run", "drill", "--sessions", sessions, "--detach", *sets("drill.device=true", *FAST))
+    assert proc.returncode == 1, proc.stderr  # refused, and --detach says so
+    second = newest_job(sessions)
+    status = job_status(second)
+    assert status.state == "failed" and status.reason.startswith("refused: device "), status.label()
+    assert str(lock) in status.reason and "not a lock a workbench made" in status.reason
+    assert not (tmp_path / "victim").exists()

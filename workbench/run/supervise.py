@@ -19,6 +19,7 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -30,16 +31,41 @@ from workbench.run.locks import try_shared_lock
 from workbench.system import diskspace
 from workbench.system.atomic import read_json, write_json
 from workbench.system.childproc import die_with_parent, group_alive, signal_name
+from workbench.system.regular import kind_of
 
 POLL_S = 0.2
 _held_locks: List[int] = []  # device lock fds; the watchdog closes its copies
 
 
+class LockFileRefused(OSError):
+    """A lock file that is not one a workbench made (a symlink, FIFO, device or hard link planted there)."""
+
+
 def open_lock_file(lock_path: Path) -> int:
-    """Open (create) a lock file in the machine-wide folder, readable and lockable by every user."""
+    """Open (create) a lock file in the machine-wide folder, readable and lockable by every user.
+
+    The folder is world-writable: anything but a regular file with one link is refused (LockFileRefused,
+    naming the path), never followed, blocked on or written through.
+    """
     shared_dir(lock_path.parent)
-    # O_NOFOLLOW: in a world-writable folder a planted symlink must not make us truncate its target.
-    fd = os.open(str(lock_path), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    # O_NOFOLLOW: in a world-writable folder a planted symlink must not make us truncate its target;
+    # O_NONBLOCK: a planted FIFO must not block the open.
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(str(lock_path), flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(str(lock_path)):
+            raise LockFileRefused(
+                "lock file %s is a symbolic link, not a lock a workbench made; remove it to free the device" % lock_path
+            )
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        what = "a regular file with %d links" % st.st_nlink if stat.S_ISREG(st.st_mode) else kind_of(st.st_mode)
+        raise LockFileRefused(
+            "lock file %s is %s, not a lock a workbench made; remove it to free the device" % (lock_path, what)
+        )
     try:
         if os.fstat(fd).st_uid == os.geteuid():
             os.fchmod(fd, 0o666)  # another user's workbench must be able to open it to flock it
@@ -184,12 +210,16 @@ def supervise(job_dir: Path) -> int:
     reserved = diskspace.reserve(job_dir)
     lock_fds = _held_locks
     for lock in spec.get("locks") or []:
-        fd, holder = take_lock(lock, {"jid": spec["jid"], "session": spec.get("session"), "pid": os.getpid()})
+        try:
+            fd, holder = take_lock(lock, {"jid": spec["jid"], "session": spec.get("session"), "pid": os.getpid()})
+            why = "device %s is held by %s" % (lock["device"], holder)
+        except LockFileRefused as exc:
+            fd, why = None, "device %s: %s" % (lock["device"], exc)
         if fd is None:
             for held in lock_fds:
                 os.close(held)
             del lock_fds[:]
-            record.update(refused="device %s is held by %s" % (lock["device"], holder), ended_at=time.time())
+            record.update(refused=why, ended_at=time.time())
             write_final(job_dir, record, reserved)
             return 1
         lock_fds.append(fd)
