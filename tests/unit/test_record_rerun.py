@@ -77,3 +77,16 @@ def test_conditions_name_the_mindspore_version_and_the_device():
     started = {"mindspore": {"version": "2.10.0"}, "device": {"target": "auto", "resolved": "CPU"}}
     assert rerun.conditions(started) == "MindSpore 2.10.0 on CPU"
     assert rerun.conditions(None) == "MindSpore ? on ?"
+
+
+def test_the_last_line_names_the_first_difference_a_failed_re_run_or_what_blocked():
+    ok = rerun.Comparison("split hash", rerun.PASS, "identical")
+    ckpt = rerun.Comparison("checkpoint hash", rerun.FAIL, "recorded a, reproduced b: 3 of 9 bytes differ")
+    assert rerun.verdict_line(True, [ok], "S") == "observed-pass: reproduced (session S)"
+    assert rerun.verdict_line(False, [ok, ckpt], "S") == (
+        "observed-fail: checkpoint hash differs: recorded a, reproduced b: 3 of 9 bytes differ (session S)"
+    )
+    failed = rerun.Comparison("train re-run", rerun.FAIL, "train-001 (recorded train-002) ended failed: diverged")
+    assert rerun.verdict_line(False, [failed], "S").startswith("observed-fail: train re-run failed: train-001")
+    refused = rerun.Comparison("train re-run", rerun.BLOCKED, "train-001 (recorded train-002) ended refused: held")
+    assert rerun.verdict_line(False, [refused], "S").startswith("blocked: train re-run: train-001")

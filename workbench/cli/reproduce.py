@@ -42,12 +42,8 @@ def cmd_reproduce(args) -> int:
     except (ConfigError, RunnerError, FreezeError) as exc:
         print("blocked: the re-run could not go on: %s" % exc)
         return 1
-    if ok:
-        print("observed-pass: reproduced (session %s)" % sid)
-        return 0
-    first = next(c for c in comparisons if c.status == rerun.FAIL)
-    print("observed-fail: %s differs: %s (session %s)" % (first.what, first.detail, sid))
-    return 1
+    print(rerun.verdict_line(ok, comparisons, sid))
+    return 0 if ok else 1
 
 
 def add_parser(sub: Any, parents: list) -> None:

@@ -27,7 +27,7 @@ LINEAGE_KINDS = ("data", "train", "test", "export")  # in the order they run
 LOSS_RTOL = 1e-6  # per-epoch train loss: |new - recorded| <= LOSS_RTOL * max(1, |recorded|)
 METRIC_ATOL = 0.0  # test accuracy and macro-F1 come from counts on a fixed set: equal or different
 POLL_S = 0.2
-PASS, FAIL, NOT_RUN = "observed-pass", "observed-fail", "not-run"
+PASS, FAIL, NOT_RUN, BLOCKED = "observed-pass", "observed-fail", "not-run", "blocked"
 
 
 class RecordError(ValueError):
@@ -286,8 +286,13 @@ def reproduce(
         status = job_status(job_dir)
         say("%s -> %s: %s" % (jid, job_dir.name, status.label()))
         if status.state != "ok":
+            # A refused start (the device held by another job) says nothing about the model: blocked.
             done.append(
-                Comparison("%s re-run" % kind, FAIL, "%s (recorded %s) ended %s" % (job_dir.name, jid, status.label()))
+                Comparison(
+                    "%s re-run" % kind,
+                    BLOCKED if status.reason.startswith("refused:") else FAIL,
+                    "%s (recorded %s) ended %s" % (job_dir.name, jid, status.label()),
+                )
             )
             return False, done, sid
         mapping[jid] = job_dir.name
@@ -331,3 +336,15 @@ def reproduce(
     done.append(comparison)
     say(comparison.line())
     return comparison.status != FAIL, done, sid
+
+
+def verdict_line(ok: bool, comparisons: List[Comparison], sid: str) -> str:
+    """The last line: reproduced, the first difference and its size, a failed re-run, or what blocked it."""
+    if ok:
+        return "observed-pass: reproduced (session %s)" % sid
+    first = next(c for c in comparisons if c.status in (FAIL, BLOCKED))
+    if first.status == BLOCKED:
+        return "blocked: %s: %s (session %s)" % (first.what, first.detail, sid)
+    if first.what.endswith(" re-run"):
+        return "observed-fail: %s failed: %s (session %s)" % (first.what, first.detail, sid)
+    return "observed-fail: %s differs: %s (session %s)" % (first.what, first.detail, sid)
