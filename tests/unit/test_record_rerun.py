@@ -90,3 +90,14 @@ def test_the_last_line_names_the_first_difference_a_failed_re_run_or_what_blocke
     assert rerun.verdict_line(False, [failed], "S").startswith("observed-fail: train re-run failed: train-001")
     refused = rerun.Comparison("train re-run", rerun.BLOCKED, "train-001 (recorded train-002) ended refused: held")
     assert rerun.verdict_line(False, [refused], "S").startswith("blocked: train re-run: train-001")
+
+
+def test_a_record_folder_or_an_unpacked_session_folder_is_found(tmp_path):
+    unpacked = tmp_path / "20261202-010340-c69b"
+    (unpacked / "export").mkdir(parents=True)
+    (unpacked / "export" / "report.json").write_text("{}")
+    store = SessionStore(tmp_path / "sessions")
+    assert rerun.find_record(str(unpacked), store) == (unpacked / "export").resolve()
+    assert rerun.find_record(str(unpacked / "export"), store) == (unpacked / "export").resolve()
+    with pytest.raises(rerun.RecordError, match="report.json names no frozen candidate"):
+        rerun.read_record(unpacked / "export")
