@@ -22,6 +22,7 @@ from workbench.compare.runs import (
     loss_series,
     verdict,
 )
+from workbench.compare.text import render_text
 from workbench.events.protocol import Evidence
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
@@ -81,22 +82,32 @@ def test_default_tolerances_fail_naming_every_number_that_decided(pair, tests_ab
     result = compare_runs(*pair, DEFAULTS, *tests_ab)
     v = result["verdict"]
     assert v["status"] == Evidence.FAIL
-    macro = abs(first_test(tests_ab[1])["macro_f1"] - first_test(tests_ab[0])["macro_f1"])
+    # both runs saw the test set: the verdict reads the best epochs' validation macro-F1 (epoch 2 in both)
+    ea, eb = events(RUN_A, "epoch"), events(RUN_B, "epoch")
+    macro = abs(eb[-1]["val"]["macro_f1"] - ea[-1]["val"]["macro_f1"])
     assert v["numbers"][0]["value"] == pytest.approx(macro) and macro > 0.02
-    assert "test macro-F1 |B - A| = %.4g > 0.02 (compare.max_macro_f1_delta)" % macro in v["summary"]
+    assert "validation macro-F1 |B - A| = %.4g > 0.02 (compare.max_macro_f1_delta)" % macro in v["summary"]
+    assert "uses the test set for selection" in result["test_selection"]
+    assert "warning: both runs were evaluated on the test set" in render_text(result)
     assert v["decided_by"] == [n["number"] for n in v["numbers"] if not n["passed"]]
 
 
 def test_only_the_tight_limit_decides(pair, tests_ab):
     v = compare_runs(*pair, LOOSE._replace(max_macro_f1_delta=0.001), *tests_ab)["verdict"]
-    assert v["status"] == Evidence.FAIL and v["decided_by"] == ["test macro-F1 |B - A|"]
+    assert v["status"] == Evidence.FAIL and v["decided_by"] == ["validation macro-F1 |B - A|"]
     assert "compare.max_class_f1_delta" not in v["summary"]
 
 
 def test_loose_tolerances_pass_and_name_all_numbers(pair, tests_ab):
     v = compare_runs(*pair, LOOSE, *tests_ab)["verdict"]
     assert v["status"] == Evidence.PASS and len(v["decided_by"]) == 3
-    assert v["summary"].startswith("observed-pass: test macro-F1 |B - A| = ")
+    assert v["summary"].startswith("observed-pass: validation macro-F1 |B - A| = ")
+
+
+def test_one_run_evaluated_on_the_test_set_gives_no_selection_warning(pair, tests_ab):
+    result = compare_runs(*pair, LOOSE, tests_ab[0], ())
+    assert "test_selection" not in result and "warning:" not in render_text(result)
+    assert result["verdict"]["status"] == Evidence.NOT_RUN and "has no test evaluation" in result["verdict"]["summary"]
 
 
 def test_no_test_evaluation_on_one_side_is_not_run(pair, tests_ab):

@@ -320,9 +320,15 @@ def _judge(
 
 
 def verdict(
-    a: Any, b: Any, test_a: Optional[Dict[str, Any]], test_b: Optional[Dict[str, Any]], tol: Tolerances
+    a: Any,
+    b: Any,
+    test_a: Optional[Dict[str, Any]],
+    test_b: Optional[Dict[str, Any]],
+    tol: Tolerances,
+    basis: str = "test",
 ) -> Dict[str, Any]:
-    """observed-pass / observed-fail naming each deciding number, or not-run naming what is missing."""
+    """observed-pass / observed-fail naming each deciding number, or not-run naming what is missing; `basis` names
+    the metrics judged ('test', or 'validation' when both runs saw the test set)."""
     missing = []
     for side, rec, test in (("A", a, test_a), ("B", b, test_b)):
         if rec.state and rec.state != "ok":
@@ -330,6 +336,8 @@ def verdict(
         if test is None:
             missing.append(
                 "%s (%s) has no test evaluation (ms-workbench run test --set test.from=%s)" % (side, rec.jid, rec.jid)
+                if basis == "test"
+                else "%s (%s) has no validated best epoch" % (side, rec.jid)
             )
         if final_loss(rec) is None:
             missing.append("%s (%s) has no finished epoch (no final train loss)" % (side, rec.jid))
@@ -347,7 +355,7 @@ def verdict(
     macro = abs(test_b["macro_f1"] - test_a["macro_f1"])
     numbers = [
         _judge(
-            "test macro-F1 |B - A|",
+            "%s macro-F1 |B - A|" % basis,
             "macro-F1",
             "max_macro_f1_delta",
             macro,
@@ -360,7 +368,7 @@ def verdict(
         worst = max(classes, key=lambda c: abs(c["delta"]))
         numbers.append(
             _judge(
-                "test F1 |B - A| of class %s" % worst["name"],
+                "%s F1 |B - A| of class %s" % (basis, worst["name"]),
                 "F1 %s" % worst["name"],
                 "max_class_f1_delta",
                 abs(worst["delta"]),
@@ -370,7 +378,9 @@ def verdict(
         )
     else:
         numbers.append(
-            _judge("test per-class F1 |B - A|", "class F1", "max_class_f1_delta", None, tol.max_class_f1_delta, {})
+            _judge(
+                "%s per-class F1 |B - A|" % basis, "class F1", "max_class_f1_delta", None, tol.max_class_f1_delta, {}
+            )
         )
     la, lb = final_loss(a), final_loss(b)
     assert la is not None and lb is not None  # a run without a final loss returned not-run above
@@ -454,8 +464,19 @@ def compare_runs(
         "test": {"a": frozen_test_facts(ta, len(tests_a)), "b": frozen_test_facts(tb, len(tests_b))},
         "throughput": throughput(a, b),
         "loss_curves": {"x": "epoch (fraction of the epoch done)", "a": loss_series(a), "b": loss_series(b)},
-        "verdict": verdict(a, b, ta, tb, tol),
     }
+    if ta is not None and tb is not None:  # both saw the test set: judging by it would select on it
+        result["test_selection"] = (
+            "both runs were evaluated on the test set (A %s, B %s): choosing between them by these numbers uses the "
+            "test set for selection; the verdict reads the validation metrics of their best epochs"
+            % (ta.get("jid"), tb.get("jid"))
+        )
+        va, vb = (_val(best) if best else None for best in (best_a, best_b))
+        va = va if va and _num(va.get("macro_f1")) is not None else None
+        vb = vb if vb and _num(vb.get("macro_f1")) is not None else None
+        result["verdict"] = verdict(a, b, va, vb, tol, basis="validation")
+    else:
+        result["verdict"] = verdict(a, b, ta, tb, tol)
     result["cross_device"] = is_cross_device(diff, ea, eb)
     return result
 

@@ -125,6 +125,8 @@ def render_text(result: Dict[str, Any]) -> str:
     parts += class_lines(result)
     parts += ["", "## confusion difference at the best epochs (B - A)"] + confusion_lines(result)
     parts += ["", "## frozen test set"] + frozen_test_lines(result)
+    if result.get("test_selection"):
+        parts += ["warning: " + result["test_selection"]]
     parts += ["", "## throughput"] + throughput_lines(result)
     if result.get("cross_device"):
         parts += ["", "cross-device pair: same training config on %s and %s" % (a["device"], b["device"])]
