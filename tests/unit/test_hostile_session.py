@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fixtures.sessions.recorded import SID, copy_recorded
+from tests.support.sessions import SID, copy_recorded
 from workbench.cli.main import main
 from workbench.session.store import SessionStore, job_status
 
