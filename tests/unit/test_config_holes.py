@@ -145,3 +145,9 @@ def test_a_relative_data_dir_means_the_callers_folder(tmp_path, no_user_file, mo
     (tmp_path / "fm").mkdir()
     monkeypatch.chdir(tmp_path)
     assert get(load(sets=["data.dir=fm"], user_file=no_user_file), "data.dir") == str(tmp_path / "fm")
+
+
+@pytest.mark.parametrize("text", ["{1: .inf}", "{1: .nan}", "{1: 0.5, 2: -.inf}"])
+def test_a_non_finite_float_inside_a_mapping_is_refused_naming_the_key(text, no_user_file):
+    with pytest.raises(ConfigError, match=r"acceptance.export_max_abs_diff_by_batch.*is not a finite number"):
+        load(None, ["acceptance.export_max_abs_diff_by_batch=%s" % text], user_file=no_user_file)

@@ -260,3 +260,17 @@ def test_a_throughput_ratio_inside_the_run_to_run_spread_is_not_a_speed_differen
     assert outside["verdict"].startswith("outside run-to-run spread") and "spread A 5 %, B 8 %" in outside["verdict"]
     unmeasured = throughput(_timed(1000.0), _timed(2967.0, 8.0))
     assert "not measured for both runs" in unmeasured["verdict"] and "may be host noise" in unmeasured["verdict"]
+
+
+def test_a_run_compared_with_itself_is_refused_not_passed(tmp_path):
+    from tests.support.sessions import SID, copy_recorded
+    from workbench.compare.inputs import CompareInputError, compare_refs
+    from workbench.config.layers import defaults
+    from workbench.session.store import SessionStore
+
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    store = SessionStore(root)
+    for b in ("%s/train-001" % SID, str(root / SID / "jobs" / "train-001")):
+        with pytest.raises(CompareInputError, match="are the same run"):
+            compare_refs(store, "%s/train-001" % SID, b, defaults()["compare"])

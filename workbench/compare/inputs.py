@@ -116,6 +116,11 @@ def _class_names(rec: JobRecord) -> List[str]:
 def compare_refs(store: SessionStore, ref_a: str, ref_b: str, compare_cfg: Dict[str, Any]) -> Dict[str, Any]:
     """`compare A B`: resolve both references and compare the runs with the config's tolerances."""
     dir_a, dir_b = resolve_run(store, ref_a), resolve_run(store, ref_b)
+    if os.path.samefile(str(dir_a), str(dir_b)):
+        raise CompareInputError(
+            "A (%s) and B (%s) are the same run, %s: a run compared with itself proves nothing; "
+            "name two runs" % (ref_a, ref_b, dir_a)
+        )
     return compare_dirs(dir_a, dir_b, Tolerances.from_config(compare_cfg), names=(_name(dir_a), _name(dir_b)))
 
 

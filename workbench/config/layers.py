@@ -85,12 +85,32 @@ def _check(spec: Field, key: str, value: Any, source: str) -> Any:
             if why is not None:
                 raise fail("item %d is %s: %s" % (index, _show(item), why or "not an allowed value"))
         value = items
+    where = _non_finite(value)
+    if where is not None:  # one rule at any depth: a mapping's or list's numbers are finite too
+        raise fail("%s is not a finite number" % where)
     if spec.check is not None:
         try:
             value = spec.check(value)
         except ValueError as exc:
             raise fail(str(exc))
     return value
+
+
+def _non_finite(value: Any, where: str = "the value") -> Optional[str]:
+    """Where a NaN or infinity sits inside a value (a mapping's or list's item), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite(item, "item [%r]" % (key,) if where == "the value" else "%s[%r]" % (where, key))
+        if found is not None:
+            return found
+    return None
 
 
 def merge(
