@@ -1,1 +1,1 @@
-"""Textual screens, one per module, each the face of one job."""
+"""The Textual app (screens.app) and its screens, one per mode, drawn from the core's views; never imports mindspore."""

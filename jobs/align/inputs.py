@@ -23,7 +23,7 @@ from workbench.system.atomic import sha256_file, write_bytes
 
 INPUTS_NAME = "inputs.npz"
 INIT_NAME = "init.ckpt"
-PREPROCESSING = "/255"  # pixel / 255 as float32, the data contract (DESIGN §7)
+PREPROCESSING = "/255"  # pixel / 255 as float32: the one preprocessing train, test and export use
 
 
 def path_label(path: Dict[str, Any]) -> str:

@@ -106,7 +106,7 @@ def npu_smi(ctx: JobContext, env_cfg: Any, target: str) -> SmiRun:
         raw=tail(raw, 8000),
         note=None if on_path else "npu-smi is not on PATH; ran %s" % path,
     )
-    if failure is not None:  # a device layer that cannot answer: blocked, never a pass (issue 17, class 2)
+    if failure is not None:  # a device layer that cannot answer: blocked, never a pass
         verdict = npusmi.failure_verdict(failure, out, err)
         evidence["error_text"] = verdict["error_text"]
         ctx.check(

@@ -1,6 +1,6 @@
 """The `export` job: hand over a checkpoint and a MindIR that load in a fresh process and agree.
 
-Course §9: a checkpoint needs the network code to rebuild it; a MindIR carries the graph but
+Why: a checkpoint needs the network code to rebuild it; a MindIR carries the graph but
 is bound by its input signature (exporting with a [64, 1, 28, 28] example proves nothing about
 [1, 1, 28, 28]); load checks run in a new process, because parameters still in memory can hide
 a wrong or stale file; load_param_into_net reports what did not load and does not raise for it.

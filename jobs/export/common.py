@@ -7,7 +7,7 @@ from typing import Any
 from jobs.export.load_report import short_error
 from workbench.analysis.tensordiff import DEFAULT_TOLERANCES
 
-EXPORT_MODE = "graph"  # the formal execution path (course §2); the loaders use it too
+EXPORT_MODE = "graph"  # graph mode is the path a board runs a delivered model in; the loaders use it too
 TOLERANCE = DEFAULT_TOLERANCES["float32"]
 DEVICE_CONTEXT_NOTE = (
     "a loader that does not return may be starved by this job's own device context "

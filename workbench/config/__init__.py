@@ -1,1 +1,1 @@
-"""config"""
+"""The config: schema and defaults, layers (defaults, file, --set), checked values, a YAML reader without aliases."""

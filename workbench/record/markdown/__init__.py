@@ -1,1 +1,1 @@
-"""record/markdown"""
+"""report.md and its appendices, written from the collected record."""
