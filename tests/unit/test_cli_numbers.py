@@ -53,3 +53,18 @@ def test_good_values_pass():
     args = build_parser().parse_args(["sessions", "--prune", "7.5"])
     assert args.prune == 7.5
     assert build_parser().parse_args(["serve", "--port", "65535"]).port == 65535
+
+
+def test_serve_on_a_port_in_use_or_an_unknown_host_is_a_usage_error(capsys):
+    import socket
+
+    from workbench.cli.main import main
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    assert "cannot serve on 127.0.0.1:%d" % port in capsys.readouterr().err
+    assert main(["serve", "--host", "nosuchhost.invalid"]) == 2
+    assert "cannot serve on nosuchhost.invalid:8000" in capsys.readouterr().err

@@ -404,6 +404,10 @@ def cmd_serve(args) -> int:
             "address can start and cancel jobs (use the default 127.0.0.1 and an SSH tunnel)" % (args.host, args.port),
             file=sys.stderr,
         )
+    problem = _cannot_listen(args.host, args.port)
+    if problem:
+        print("error: cannot serve on %s:%d: %s; nothing started" % (args.host, args.port, problem), file=sys.stderr)
+        return USAGE_ERROR
     try:
         from textual_serve.server import Server
     except ImportError:
@@ -426,6 +430,20 @@ def cmd_serve(args) -> int:
         templates_path=TEMPLATES,
     ).serve()
     return 0
+
+
+def _cannot_listen(host: str, port: int) -> Optional[str]:
+    """Why (host, port) cannot be listened on (unknown host, port in use, not allowed), or None."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
