@@ -151,3 +151,8 @@ def test_a_relative_data_dir_means_the_callers_folder(tmp_path, no_user_file, mo
 def test_a_non_finite_float_inside_a_mapping_is_refused_naming_the_key(text, no_user_file):
     with pytest.raises(ConfigError, match=r"acceptance.export_max_abs_diff_by_batch.*is not a finite number"):
         load(None, ["acceptance.export_max_abs_diff_by_batch=%s" % text], user_file=no_user_file)
+
+
+def test_a_set_key_a_thousand_levels_deep_is_a_config_error_not_a_recursion(no_user_file):
+    with pytest.raises(ConfigError, match="a key 1000 levels deep; no config key has more than 16"):
+        load(None, [".".join(["a"] * 1000) + "=1"], user_file=no_user_file)

@@ -134,6 +134,9 @@ def merge(
     return base
 
 
+MAX_KEY_DEPTH = 16  # the schema's deepest key has a handful of levels
+
+
 def parse_set(item: str) -> Dict[str, Any]:
     """Turn 'a.b.c=value' into a nested dict, the value parsed as a YAML scalar."""
     if "=" not in item:
@@ -148,6 +151,11 @@ def parse_set(item: str) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     node = out
     parts = key.strip().split(".")
+    if len(parts) > MAX_KEY_DEPTH:
+        raise ConfigError(
+            "--set %s: a key %d levels deep; no config key has more than %d"
+            % (_show(key, 80), len(parts), MAX_KEY_DEPTH)
+        )
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
