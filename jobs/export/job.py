@@ -11,7 +11,7 @@ from jobs.export.common import EXPORT_MODE
 from jobs.export.lite import lite_checks
 from jobs.export.mindir import batch_checks, export_mindir, load_mindir
 from jobs.export.reference import ReferenceSet, build_reference, keep_inputs_only, write_reference
-from jobs.export.source import SourceNet, load_source
+from jobs.export.source import SourceNet, load_source, set_subject
 from jobs.export.state import PHASES, ExportRun
 from jobs.export.summary import summary
 from workbench.jobkit.context import JobContext, JobFailed
@@ -60,6 +60,7 @@ def main(ctx: JobContext) -> str:
     """Run the export job."""
     t_start = time.perf_counter()
     run = ExportRun(ctx)
+    set_subject(run)  # before the first check: every check of the job is about these weights
     start(run)
     run.phase(0, "source")
     loaded = load_source(run)

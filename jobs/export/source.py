@@ -98,6 +98,16 @@ def resolve_source(job_dir: Path, value: Optional[str]) -> Source:
     )
 
 
+def set_subject(run: ExportRun) -> None:
+    """The job's subject from export.from (the source's file hash, or initial weights); a bad reference is left
+    for load_source to report."""
+    try:
+        src = resolve_source(run.ctx.dir, run.export["from"])
+        run.ctx.subject = INITIAL_WEIGHTS if src.ckpt is None else checkpoint_subject(sha256_file(src.ckpt))
+    except (JobFailed, OSError):
+        pass
+
+
 def load_source(run: ExportRun) -> SourceNet:
     """Resolve export.from, build the same network, load the weights in memory (or initialise)."""
     import mindspore as ms
