@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-# check id (or id prefix ending in '*') -> (what it is, command, key in the TUI)
+# check id (or id prefix ending in '*') -> (what it is, command, key in the TUI: "" where no screen binds one;
+# tests/unit/test_acceptance_keys.py holds each named key to the named screen's bindings)
 _HOW: Dict[str, Tuple[str, str, str]] = {
     "val-macro-f1": (
         "a training run with a validated best epoch",
@@ -24,12 +25,12 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
     "new-distribution": (
         "the candidate on the new-distribution sets (acceptance.max_shift_drop)",
         "ms-workbench run shift",
-        "n on the Training screen",
+        "",
     ),
     "candidate": (
         "a frozen candidate: the checkpoint every check about a model is about",
         "ms-workbench freeze",
-        "f on the Training screen",
+        "",
     ),
     "data.": ("the data job's contract checks", "ms-workbench run data", "r on the Data screen"),
     "finite-loss": ("a training run", "ms-workbench run train", "s on the Training screen"),
