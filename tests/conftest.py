@@ -62,8 +62,10 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 def pytest_configure(config) -> None:
     """Module-scoped job fixtures start before any per-test folder: give the whole run its own lock folder
-    too, so the suite never collides with the machine's real jobs (or another test run) on CPU:0."""
-    if not os.environ.get("MS_WORKBENCH_LOCK_DIR"):
+    too, so the suite never collides with the machine's real jobs (or another test run) on CPU:0. Each
+    pytest-xdist worker gets its own: workers inherit the controller's, and two workers' module fixtures
+    would otherwise refuse each other's jobs on CPU:0."""
+    if not os.environ.get("MS_WORKBENCH_LOCK_DIR") or os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["MS_WORKBENCH_LOCK_DIR"] = tempfile.mkdtemp(prefix="ms-workbench-test-locks-")
 
 
