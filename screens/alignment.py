@@ -278,7 +278,7 @@ class AlignmentScreen(WorkbenchScreen):
         if problems:
             line = self.query_one("#runline", Static)
             line.update(Text("cannot run: " + "; ".join(problems), style="bold red"))
-            self._rendered = -1  # the next model change redraws the run line
+            self.invalidate()  # the next model change redraws the run line
             return
         self.app.start_job("align", {"align": align})
 

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
 from workbench.config.layers import ConfigError, merge
+from workbench.fold.record import SessionModel
 from workbench.fold.tracker import Batch, JobTracker
 from workbench.run.runner import JobRunner, RunnerError, decide_device, device_record
 from workbench.session.store import SessionStore
@@ -24,11 +25,11 @@ POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
 CATCH_UP_S = 0.001  # between slices of a backlog: just a turn of the event loop (Textual's timers divide by 0 s)
 
 
-def build_views() -> Dict[str, Any]:
-    """One model per screen, kept by the app so that leaving a screen loses nothing."""
+def build_views(model: SessionModel) -> Dict[str, Any]:
+    """One view per screen over the tracker's one fold, kept by the app so that leaving a screen loses nothing."""
     from workbench.views.registry import VIEWS
 
-    return {name: factory() for name, factory in VIEWS.items()}
+    return {name: factory(model) for name, factory in VIEWS.items()}
 
 
 # Each screen is imported when its mode is first shown, so start-up pays for the first screen only
@@ -104,8 +105,8 @@ class WorkbenchApp(App):
         self.read_only = read_only  # drawing the record's screenshots: write nothing into the session
         self.store = store
         self.sid = sid
-        self.views = build_views()
         self.tracker: JobTracker = JobTracker(store, sid)
+        self.views = build_views(self.tracker.model)
         self.events_ingested = 0
         self._apply(self.tracker.discover())  # jobs and statuses from their files: no event is read before the paint
         # Textual builds DEFAULT_MODE's screen first: set to where this session opens, that is the only screen
@@ -249,7 +250,7 @@ class WorkbenchApp(App):
         """Follow another session: fresh models and screens, landing where its work is."""
         self.sid = sid
         self.tracker = JobTracker(self.store, sid)
-        self.views = build_views()
+        self.views = build_views(self.tracker.model)
         self.events_ingested = 0
 
         async def reopen() -> None:

@@ -52,8 +52,12 @@ class WorkbenchScreen(Screen):
         """The model version this screen last drew (-1 before its first draw); tests wait on it."""
         return getattr(self, "_rendered", -1)
 
-    def on_mount(self) -> None:
+    def invalidate(self) -> None:
+        """Draw again at the next refresh although the model did not change (a resize, a toggle, a form note)."""
         self._rendered = -1
+
+    def on_mount(self) -> None:
+        self.invalidate()
         self._timer = self.set_interval(1.0 / self.app.refresh_hz, self.maybe_refresh)
         self.call_after_refresh(self.maybe_refresh)
 
@@ -63,7 +67,7 @@ class WorkbenchScreen(Screen):
     def on_resize(self, event) -> None:
         """A compact footer on narrow terminals; a redraw at the new size (panels show as many rows as fit)."""
         self.query_one(Footer).compact = event.size.width < NARROW_COLUMNS
-        self._rendered = -1
+        self.invalidate()
         self.call_after_refresh(self.maybe_refresh)
 
     def action_leave_field(self) -> None:

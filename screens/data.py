@@ -227,7 +227,7 @@ class DataScreen(WorkbenchScreen):
     def maybe_refresh(self) -> None:
         """Redraw as the base does, and also when low-bandwidth mode was switched since the last draw."""
         if getattr(self, "_drawn_plain", None) not in (None, self.app.low_bandwidth):
-            self._rendered = -1
+            self.invalidate()
         super().maybe_refresh()
 
     # Actions.

@@ -156,7 +156,7 @@ class ExportScreen(WorkbenchScreen):
         with self.prevent(Select.Changed):
             select.set_options(choices)
             select.value = current if self._picked and current in values else default_choice(jobs)
-        self._rendered = -1  # the idle status line names the source
+        self.invalidate()  # the idle status line names the source
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "ex-from":

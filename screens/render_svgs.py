@@ -85,7 +85,7 @@ async def _drawn(pilot: Any, screen: Any) -> None:
     deadline = time.monotonic() + SETTLE_S * 4
     await pilot.pause(0.05)
     while time.monotonic() < deadline:
-        rendered = getattr(screen, "_rendered", None)
+        rendered = getattr(screen, "drawn_version", None)
         if rendered is None:  # a screen without the bookkeeping: give it one redraw tick
             await pilot.pause(SETTLE_S)
             return

@@ -14,7 +14,7 @@ from textual.widgets import Button, Input, Select, Static
 
 from screens.base import NARROW_COLUMNS, WorkbenchScreen
 from screens.dialogs import ConfirmScreen
-from screens.form import LabelledField, check_fields, field_value, lookup, nest, show_value
+from screens.form import LabelledField, check_fields, field_value, show_value
 from screens.training_panels import (
     EPOCH_ROWS,
     epochs_summary,
@@ -35,6 +35,7 @@ from screens.widgets.device_panel import DevicePanel
 from screens.widgets.evidence import badge
 from screens.widgets.panel import Panel
 from screens.widgets.spark import Spark
+from workbench.config.keys import get, nest
 from workbench.views.training import TrainingView
 
 __all__ = ["TrainingScreen", "epochs_table", "rank_rows"]
@@ -152,13 +153,13 @@ class TrainingScreen(WorkbenchScreen):
                 tabs.append(" %s %s " % (key, name.capitalize()), style="reverse bold" if name == self.pane else "")
             tabs.append("  v/F2 next", style="dim")
         self.query_one("#panes", Static).update(tabs)
-        self._rendered = -1
+        self.invalidate()
 
     def action_toggle_matrix(self) -> None:
         """Show the best epoch's confusion matrix, or the last one's."""
         self.matrix_best = not self.matrix_best
-        self.__dict__.get("_keys", {}).pop("epochs", None)
-        self._rendered = -1
+        self.forget("epochs")
+        self.invalidate()
         self.maybe_refresh()
 
     # ----- the form ----------------------------------------------------------------------
@@ -175,7 +176,7 @@ class TrainingScreen(WorkbenchScreen):
         """Put a run's settings into the form, and remember them to mark edits away from that run."""
         with self.prevent(Input.Changed, Select.Changed):
             for _, key, wid in FIELDS:
-                value = lookup(cfg, key)
+                value = get(cfg, key, None)
                 if value is not None:
                     show_value(self.query_one("#" + wid), value)
         self.form_from = jid
@@ -225,7 +226,7 @@ class TrainingScreen(WorkbenchScreen):
         if problems:
             error.update(Text("cannot start: " + "\n".join(problems), style="bold red"))
             error.display = True
-            self.__dict__.setdefault("_keys", {}).pop("error", None)
+            self.forget("error")
             return
         overrides = self.form_overrides()
         if extra:
@@ -279,6 +280,12 @@ class TrainingScreen(WorkbenchScreen):
         from screens.compare_overlay import open_compare
 
         open_compare(self)
+
+    def forget(self, *parts: str) -> None:
+        """The named parts are drawn again at the next redraw, even if their inputs did not change."""
+        keys = self.__dict__.get("_keys", {})
+        for part in parts:
+            keys.pop(part, None)
 
     def _changed(self, part: str, key: Any) -> bool:
         """True when a part's inputs differ from its last drawing (redraw only what changed)."""

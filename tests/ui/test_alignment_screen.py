@@ -35,7 +35,7 @@ async def _show_alignment(pilot) -> None:
     await pilot.press("4")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["alignment"]
-    await until(pilot, lambda: view.status and pilot.app.screen._rendered == view.version)
+    await until(pilot, lambda: view.status and pilot.app.screen.drawn_version == view.version)
     await settled(pilot)
 
 

@@ -48,7 +48,7 @@ async def open_data_screen(pilot) -> None:
     await pilot.press("2")
     await wait_ingested(pilot, app)
     view = app.views["data"]
-    await until(pilot, lambda: view.status and app.screen._rendered == view.version)
+    await until(pilot, lambda: view.status and app.screen.drawn_version == view.version)
     await settled(pilot)
 
 
@@ -133,7 +133,7 @@ async def test_r_reruns_and_s_starts_a_real_job_with_a_new_seed(tmp_path):
         await until(pilot, lambda: view.jid == "data-003" and view.state == "ok", 60)
         assert view.seed == 42 and view.synthetic
         assert json.loads((jobs / "data-003" / "config.json").read_text())["data"]["split_seed"] == 42
-        await until(pilot, lambda: app.screen._rendered == view.version)
+        await until(pilot, lambda: app.screen.drawn_version == view.version)
         assert "seed 42" in text_of(app, "#headline") and "SYNTHETIC DATA" in text_of(app, "#banner")
     for jid in ("data-002", "data-003"):
         assert validate_file(str(jobs / jid / "events.jsonl")) == []

@@ -40,7 +40,7 @@ async def _show(pilot, select=None) -> None:
     view = pilot.app.views["environment"]
     await until(
         pilot,
-        lambda: view.status and view.status != "running" and pilot.app.screen._rendered == view.version,
+        lambda: view.status and view.status != "running" and pilot.app.screen.drawn_version == view.version,
         timeout_s=30,
     )
     if select:

@@ -42,7 +42,7 @@ async def _show_export(pilot) -> None:
     await pilot.press("5")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["export"]
-    await until(pilot, lambda: view.state and pilot.app.screen._rendered == view.version, timeout_s=30)
+    await until(pilot, lambda: view.state and pilot.app.screen.drawn_version == view.version, timeout_s=30)
     await settled(pilot)
 
 

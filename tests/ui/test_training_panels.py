@@ -1,11 +1,12 @@
 """The Training screen's fixed-size panels: what they keep when the run outgrows them."""
 
 from screens.training import epochs_table
+from workbench.fold.record import SessionModel
 from workbench.views.training import TrainingView
 
 
 def _view(n_epochs, best_epoch):
-    view = TrainingView()
+    view = TrainingView(SessionModel())
     for e in range(1, n_epochs + 1):
         view.epochs.append(
             {

@@ -15,7 +15,9 @@ from screens.app import WorkbenchApp
 from screens.training import rank_rows
 from tests.support.pilot import settled
 from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, wait_ingested
+from tests.support.views import feed
 from workbench.config.layers import defaults
+from workbench.fold.record import SessionModel
 from workbench.session.store import SessionStore
 from workbench.views.training import TrainingView
 
@@ -77,13 +79,13 @@ async def test_per_rank_step_times_and_global_throughput(tmp_path):
 
 
 def test_slowest_rank_is_highlighted_and_plain_mode_uses_reverse():
-    view = TrainingView()
+    view = TrainingView(SessionModel())
 
     class Job:
         kind, jid, dir = "train", "train-001", Path("/nonexistent")
 
     for ev in recorded(OK_EVENTS):
-        view.apply(Job, ev)
+        feed(view, Job, [ev])
     slowest = view.slowest_rank
     for plain, style in ((False, "bold red"), (True, "reverse")):
         (label, ranks), _ = rank_rows(view, plain)
@@ -93,14 +95,14 @@ def test_slowest_rank_is_highlighted_and_plain_mode_uses_reverse():
 
 
 def test_one_rank_is_not_highlighted():
-    view = TrainingView()
+    view = TrainingView(SessionModel())
 
     class Job:
         kind, jid, dir = "train", "train-001", Path("/nonexistent")
 
     for ev in recorded(OK_EVENTS):
         if ev.get("rank") in (None, 0):
-            view.apply(Job, ev)
+            feed(view, Job, [ev])
     (label, ranks), _ = rank_rows(view)
     assert view.slowest_rank is None and not ranks.spans
 

@@ -26,7 +26,9 @@ async def _show_profile(pilot) -> None:
     await pilot.press("3")
     await wait_ingested(pilot, pilot.app)
     view = pilot.app.views["training"]
-    await until(pilot, lambda: view.result.get("profile") and pilot.app.screen._rendered == view.version, timeout_s=30)
+    await until(
+        pilot, lambda: view.result.get("profile") and pilot.app.screen.drawn_version == view.version, timeout_s=30
+    )
     pilot.app.screen.query_one("#profile").scroll_visible(animate=False, top=True)
     await settled(pilot)
 

@@ -7,6 +7,8 @@ import pytest
 
 from jobs.align.compare import compare_sides, forward_order, group_of, matched_settings, verdict
 from jobs.align.inputs import choose_batch, path_label
+from tests.support.views import feed
+from workbench.fold.record import SessionModel
 from workbench.jobkit.context import JobFailed
 from workbench.views.alignment import AlignmentView, formula_lines, hist_rows, num, percent, shape_text
 
@@ -228,9 +230,10 @@ class _Job:
 
 
 def test_view_folds_events_and_resets_on_a_new_job():
-    view = AlignmentView()
+    view = AlignmentView(SessionModel())
     job = _Job("align-001")
-    view.ingest(
+    feed(
+        view,
         job,
         [
             {"type": "started", "reference": "CPU/pynative/fp32", "candidate": "CPU/graph/fp16"},
@@ -247,7 +250,7 @@ def test_view_folds_events_and_resets_on_a_new_job():
     before = view.version
     view.select("loss")
     assert view.selected == "loss" and view.version == before + 1
-    view.ingest(_Job("align-002"), [{"type": "tensor_diff", "name": "input", "passed": True}])
+    feed(view, _Job("align-002"), [{"type": "tensor_diff", "name": "input", "passed": True}])
     assert view.jid == "align-002" and view.first_failure is None and view.matched == []
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.support.views import changed, feed
 from workbench.events.protocol import EventReader, read_all
+from workbench.fold.record import SessionModel
 from workbench.fold.tracker import TrackedJob
 from workbench.session.store import JobStatus
 from workbench.views.data import DataView, read_preview
@@ -27,9 +29,9 @@ def job(tmp_path: Path, jid: str, created: float, preview: str = "") -> TrackedJ
 
 
 def test_folds_the_recorded_run(tmp_path):
-    view = DataView()
+    view = DataView(SessionModel())
     data = job(tmp_path, "data-001", 1.0, "data_ok_preview.npz")
-    view.ingest(data, read_all(str(FIXTURES / "data_ok.jsonl")))
+    feed(view, data, read_all(str(FIXTURES / "data_ok.jsonl")))
     assert view.counts == {"train": [5400] * 10, "val": [600] * 10, "test": [1000] * 10}
     assert view.seed == 37 and view.val_fraction == 0.1 and not view.synthetic and view.error is None
     assert [f["name"] for f in view.files][0] == "train-images-idx3-ubyte.gz"
@@ -42,31 +44,31 @@ def test_folds_the_recorded_run(tmp_path):
 def test_counts_show_before_the_result_arrives(tmp_path):
     events = read_all(str(FIXTURES / "data_ok.jsonl"))
     cut = next(i for i, e in enumerate(events) if e.get("id") == "data.counts") + 1
-    view = DataView()
-    view.ingest(job(tmp_path, "data-001", 1.0), events[:cut])
+    view = DataView(SessionModel())
+    feed(view, job(tmp_path, "data-001", 1.0), events[:cut])
     assert view.counts["val"] == [600] * 10 and not view.result
     assert len(view.files) == 4  # from the per-file checks so far
 
 
 def test_follows_the_newest_job_and_ignores_older_ones(tmp_path):
-    view = DataView()
+    view = DataView(SessionModel())
     old = job(tmp_path, "data-001", 1.0, "data_ok_preview.npz")
     new = job(tmp_path, "data-002", 2.0)
     ok_events = read_all(str(FIXTURES / "data_ok.jsonl"))
-    view.ingest(old, ok_events[:3])
-    view.ingest(new, read_all(str(FIXTURES / "data_missing.jsonl")))
-    view.ingest(old, ok_events[3:])  # the older job's late events do not take the screen back
+    feed(view, old, ok_events[:3])
+    feed(view, new, read_all(str(FIXTURES / "data_missing.jsonl")))
+    feed(view, old, ok_events[3:])  # the older job's late events do not take the screen back
     assert view.jid == "data-002" and view.error and "train-labels-idx1-ubyte" in view.error["message"]
     assert view.counts == {} and view.preview is None
-    view.job_changed(old)
+    changed(view, old)
     assert view.jid == "data-002"
 
 
 def test_synthetic_flag_and_a_bad_preview_file(tmp_path):
-    view = DataView()
+    view = DataView(SessionModel())
     data = job(tmp_path, "data-001", 1.0)
     (data.dir / "artifacts" / "preview.npz").write_bytes(b"not a zip")
-    view.ingest(data, read_all(str(FIXTURES / "data_synthetic.jsonl")))
+    feed(view, data, read_all(str(FIXTURES / "data_synthetic.jsonl")))
     assert view.synthetic and view.preview is None
     assert "preview.npz" in view.preview_error and "cannot be read" in view.preview_error
 

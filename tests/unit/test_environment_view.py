@@ -6,6 +6,8 @@ import json
 from types import SimpleNamespace
 
 from tests.support.recorded import FIXTURES
+from tests.support.views import changed, feed
+from workbench.fold.record import SessionModel
 from workbench.session.store import JobStatus
 from workbench.views.environment import EnvironmentView
 
@@ -35,30 +37,30 @@ def probes_only_events():
 
 
 def test_full_run_then_probes_only_keeps_the_rest():
-    view = EnvironmentView()
+    view = EnvironmentView(SessionModel())
     full = job("env-001", 1.0)
-    view.ingest(full, recorded("env_910a_warning.jsonl"))
-    view.job_changed(full)
+    feed(view, full, recorded("env_910a_warning.jsonl"))
+    changed(view, full)
     assert view.state == "ok" and [d["health"] for d in view.devices] == ["Warning"]
     assert view.first_failing() == "npu-health"
     assert [c["id"] for c in view.ordered_checks()][:3] == ["probe-add-fp32", "probe-matmul-fp16", "probe-matmul-fp32"]
     probes = job("env-002", 2.0, "failed")
-    view.ingest(probes, probes_only_events())
-    view.job_changed(probes)
+    feed(view, probes, probes_only_events())
+    changed(view, probes)
     assert view.scope == "probes" and view.jid == "env-002" and view.full_jid == "env-001"
     assert "probe-matmul-fp16" not in view.checks and view.check_jid["probe-add-fp32"] == "env-002"
     assert view.check_jid["npu-health"] == "env-001" and [d["name"] for d in view.devices] == ["910A"]
     assert view.summary["probes"][0]["verdict"] == "observed-fail" and view.error["type"] == "DeviceProbeFailed"
-    view.ingest(full, [{"type": "check", "id": "late", "status": "observed-pass"}])  # an older job's late line
+    feed(view, full, [{"type": "check", "id": "late", "status": "observed-pass"}])  # an older job's late line
     assert "late" not in view.checks
 
 
 def test_a_new_full_run_starts_from_nothing_and_a_refused_job_is_noticed():
-    view = EnvironmentView()
-    view.ingest(job("env-001", 1.0), recorded("env_910a_warning.jsonl"))
-    view.ingest(job("env-002", 2.0, "running"), recorded("env_cpu_pass.jsonl")[:1])
+    view = EnvironmentView(SessionModel())
+    feed(view, job("env-001", 1.0), recorded("env_910a_warning.jsonl"))
+    feed(view, job("env-002", 2.0, "running"), recorded("env_cpu_pass.jsonl")[:1])
     assert view.checks == {} and view.summary == {} and view.state == "running"
-    view.job_changed(job("env-003", 3.0, "failed", "refused: device CPU:0 is held by job env-002"))
+    changed(view, job("env-003", 3.0, "failed", "refused: device CPU:0 is held by job env-002"))
     assert "env-003" in view.notice and "held by" in view.notice
     assert view.counts() == {"observed-pass": 0, "observed-fail": 0, "blocked": 0, "not-run": 0}
 
@@ -72,10 +74,10 @@ def test_chip_rows_come_from_the_cards_of_a_two_die_card(tmp_path):
     for ev in events:
         if ev["type"] == "result":
             ev["summary"]["cards"] = [card]
-    view = EnvironmentView()
+    view = EnvironmentView(SessionModel())
     full = job("env-001", 1.0)
-    view.ingest(full, events)
-    view.job_changed(full)
+    feed(view, full, events)
+    changed(view, full)
     rows = view.chip_rows
     assert [r["device"] for r in rows] == ["NPU 0 chip 0", "NPU 0 chip 1", "NPU 0 MCU"]
     assert all(set(r) == {key for key, _ in chipstatus.CHIP_COLUMNS} for r in rows)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.views import changed, feed
 from workbench.events.protocol import FIELD_TYPES, REQUIRED, Evidence, decode_line, encode, type_problem, validate
 from workbench.events.text import format_event
 from workbench.fold.record import JobRecord, SessionModel
@@ -349,12 +350,12 @@ KIND_OF = {
 def test_screen_models_never_raise(name, batches):
     from workbench.views.alignment import formula_lines, hist_rows
 
-    view = VIEWS[name]()
+    view = VIEWS[name](SessionModel())
     kind = KIND_OF[name]
     for n, batch in enumerate(batches):
         job = _job("%s-%03d" % (kind, n + 1), kind, float(n))
-        view.ingest(job, _numbered(batch))
-        view.job_changed(job)
+        feed(view, job, _numbered(batch))
+        changed(view, job)
         if name == "training":  # a planned epoch count, so the ETA also takes its validation-time path
             view.record.config = {"train": {"epochs": n + 2}}
             eta = view.eta_s()
@@ -369,7 +370,7 @@ def test_screen_models_never_raise(name, batches):
                 formula_lines(diff)
                 hist_rows(diff.get("hist"))
     if name == "training":  # a test job's result counts for the run it names
-        view.ingest(_job("test-001", "test", 9.0), _numbered(batches[0]))
+        feed(view, _job("test-001", "test", 9.0), _numbered(batches[0]))
         view.test_count()
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from workbench.fold.record import SessionModel
 from workbench.views.training import WholeRunHistory
 
 
@@ -47,8 +48,10 @@ def _followed(epochs_planned, epoch_times, done, total, step_ms=10.0):
         for n, s in enumerate(epoch_times)
     ]
     record.ingest([dict(ev, v=1, seq=i, t=1.0 + i) for i, ev in enumerate(events)])
-    view = TrainingView()
-    view.ingest(SimpleNamespace(jid="train-001", kind="train", spec={"created": 1.0}, dir=None, record=record), [])
+    model = SessionModel()
+    model.add(record)
+    view = TrainingView(model)
+    view.ingest(SimpleNamespace(jid="train-001", kind="train"), [])
     return view
 
 
@@ -74,4 +77,4 @@ def test_eta_never_counts_negative_validation_or_steps():
 def test_eta_is_unknown_without_steady_steps_or_progress():
     from workbench.views.training import TrainingView
 
-    assert TrainingView().eta_s() is None
+    assert TrainingView(SessionModel()).eta_s() is None

@@ -401,16 +401,14 @@ class SessionModel:
         """The record of a job (anything with jid, kind, spec and dir), made on first sight."""
         rec = self.records.get(job.jid)
         if rec is None:
-            rec = getattr(job, "record", None)
-            if rec is None:
-                spec = getattr(job, "spec", None) or {}
-                created: Any = spec.get("created") if isinstance(spec, dict) else None
-                rec = JobRecord(
-                    job.jid,
-                    getattr(job, "kind", "") or "",
-                    float(created) if type(created) in (int, float) else 0.0,
-                    getattr(job, "dir", None),
-                )
+            spec = getattr(job, "spec", None) or {}
+            created: Any = spec.get("created") if isinstance(spec, dict) else None
+            rec = JobRecord(
+                job.jid,
+                getattr(job, "kind", "") or "",
+                float(created) if type(created) in (int, float) else 0.0,
+                getattr(job, "dir", None),
+            )
             self.records[job.jid] = rec
         return rec
 

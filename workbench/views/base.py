@@ -8,39 +8,25 @@ from workbench.fold.record import JobRecord, SessionModel
 
 
 class View:
-    """Base of the screen models: reads job records, counts changes so screens redraw only when needed."""
+    """Base of the screen models: reads the session's one fold, counts changes so screens redraw only when needed."""
 
     kinds: tuple = ()  # job kinds this view follows; empty = all
 
-    def __init__(self) -> None:
+    def __init__(self, model: SessionModel) -> None:
         self.version = 0
-        self.session = SessionModel()  # the records of the jobs this view was shown
+        self.model = model  # the tracker's fold of every job: views read it, never fold into it
 
     def wants(self, kind: str) -> bool:
         """True when this view follows jobs of `kind`."""
         return not self.kinds or kind in self.kinds
 
-    def record_of(self, job: Any, events: Optional[List[Dict[str, Any]]] = None) -> JobRecord:
-        """The job's record: the tracker's (already folded), else one this view folds `events` into."""
-        own = getattr(job, "record", None)
-        rec = self.session.record_for(job)
-        if own is None and events:
-            rec.ingest(events)
-        return rec
-
     def ingest(self, job: Any, events: List[Dict[str, Any]]) -> None:
-        """A batch of one job's events arrived (override `refresh` to re-read the records)."""
-        self.record_of(job, events)
+        """A batch of one job's events was folded into the model (override `refresh` to re-read the records)."""
         self.refresh()
         self.version += 1
 
-    def apply(self, job: Any, ev: Dict[str, Any]) -> None:
-        """One event of a job (a batch of one)."""
-        self.ingest(job, [ev])
-
     def job_changed(self, job: Any) -> None:
-        """A job's status changed."""
-        self.record_of(job).status = job.status
+        """A job's status changed (the model's record holds it)."""
         self.refresh()
         self.version += 1
 
@@ -51,8 +37,8 @@ class View:
 class LatestJobView(View):
     """A view that follows the newest job of its kinds (the session model's one rule)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, model: SessionModel) -> None:
+        super().__init__(model)
         self.record = JobRecord("")
         self.reset(None)
 
@@ -61,7 +47,7 @@ class LatestJobView(View):
 
     def refresh(self) -> None:
         """Follow the newest job of the kinds."""
-        newest = self.session.newest(*self.kinds)
+        newest = self.model.newest(*self.kinds)
         if newest is not None and newest is not self.record:
             self.record = newest
             self.reset(newest.jid)

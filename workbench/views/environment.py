@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from workbench.ascend import chipstatus
 from workbench.events.protocol import Evidence
-from workbench.fold.record import JobRecord
+from workbench.fold.record import JobRecord, SessionModel
 from workbench.views.base import View
 
 # Display order of the check groups: the device probes answer the main question, and run first.
@@ -19,8 +19,8 @@ class EnvironmentView(View):
 
     kinds = ("env",)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, model: SessionModel) -> None:
+        super().__init__(model)
         self.jid: Optional[str] = None
         self.full_jid: Optional[str] = None
         self.scope = ""
@@ -37,8 +37,8 @@ class EnvironmentView(View):
 
     def refresh(self) -> None:
         """Follow the newest env job that started; merge a probes-only run over the full run before it."""
-        followed = self.session.newest(*self.kinds, started=True)
-        records = self.session.of_kind(*self.kinds)
+        followed = self.model.newest(*self.kinds, started=True)
+        records = self.model.of_kind(*self.kinds)
         if followed is None:
             newest = records[-1] if records else None
             if newest is not None and self.jid is None:  # nothing started yet: show the newest job's status

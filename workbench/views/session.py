@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional
 
 from workbench.events.text import format_event
+from workbench.fold.record import SessionModel
 from workbench.views.base import View
 
 RECENT_EVENTS = 400
@@ -31,8 +32,8 @@ class JobRow:
 class SessionView(View):
     """Jobs of the session in start order, with the latest lines of each."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, model: SessionModel) -> None:
+        super().__init__(model)
         self.rows: Dict[str, JobRow] = {}
 
     def _row(self, job: Any) -> JobRow:
@@ -57,25 +58,25 @@ class SessionView(View):
         from its end until RECENT_EVENTS lines are found, which leaves the same lines as formatting all.
         """
         row = self._row(job)
-        rec = self.record_of(job, events)
+        rec = self.model.records.get(job.jid)
         row.events += len(events)
-        folded = getattr(job, "record", None) is not None  # the tracker's fold passes on no damaged line
         tail: List[str] = []
         for ev in reversed(events):
-            line = format_event(ev, verbose_steps=50, folded=folded)
+            line = format_event(ev, verbose_steps=50, folded=True)  # the fold passes on no damaged line
             if line:
                 tail.append(line)
                 if len(tail) == RECENT_EVENTS:
                     break
         for line in reversed(tail):
             self._line(row, line)
-        for damage in rec.damaged[row.damaged_seen :]:
+        damaged = rec.damaged if rec is not None else []
+        for damage in damaged[row.damaged_seen :]:
             self._line(
                 row,
                 "damaged line %s:%s (%s) skipped: %s"
                 % (damage["file"], damage["line"], damage["what"], damage["problem"]),
             )
-        row.damaged_seen = len(rec.damaged)
+        row.damaged_seen = len(damaged)
         self.version += 1
 
     @staticmethod

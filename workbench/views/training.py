@@ -17,14 +17,14 @@ class TrainingView(LatestJobView):
 
     def refresh(self) -> None:
         """Follow the newest train job (test jobs only add evaluations)."""
-        newest = self.session.newest("train")
+        newest = self.model.newest("train")
         if newest is not None and newest is not self.record:
             self.record = newest
 
     @property
     def tests(self) -> List[Dict[str, Any]]:
         """Every test-set result of the session, with its jid."""
-        return self.session.test_evaluations()
+        return self.model.test_evaluations()
 
     @property
     def device_samples(self) -> Deque[Dict[str, Any]]:
