@@ -62,22 +62,11 @@ def load_split():
     return scale(data.train_images[train_idx]), data.train_labels[train_idx].astype("int32")
 
 
-def make_net(nn):
-    """The MLP of the course, or the job's small CNN (the same layers as jobs/common/models.py)."""
-    if MODEL == "cnn":
-        return nn.SequentialCell(
-            nn.Conv2d(1, 8, 3, pad_mode="same", has_bias=True),
-            nn.ReLU(),
-            nn.MaxPool2d(2, 2),
-            nn.Conv2d(8, 16, 3, pad_mode="same", has_bias=True),
-            nn.ReLU(),
-            nn.MaxPool2d(2, 2),
-            nn.Flatten(),
-            nn.Dense(16 * 7 * 7, 128),
-            nn.ReLU(),
-            nn.Dense(128, 10),
-        )
-    return nn.SequentialCell(nn.Flatten(), nn.Dense(784, 128), nn.ReLU(), nn.Dense(128, 10))
+def make_net():
+    """The network of the job's own models (jobs/common/models.py), so an arm times what the job trains."""
+    from jobs.common.models import build_net
+
+    return build_net(MODEL, 128)
 
 
 def arm_course(epochs: int) -> Dict[str, Any]:
@@ -95,7 +84,7 @@ def arm_course(epochs: int) -> Dict[str, Any]:
         source = ds.NumpySlicesDataset({"image": x.astype(np.float32), "label": y.astype(np.int32)}, shuffle=training)
         return source.batch(BATCH, drop_remainder=False)
 
-    net = make_net(nn)
+    net = make_net()
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     optimizer = nn.Adam(net.trainable_params(), learning_rate=0.001)
     train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)
@@ -134,7 +123,7 @@ def arm_bare(epochs: int) -> Dict[str, Any]:
     ms.set_device("CPU", 0) if hasattr(ms, "set_device") else ms.set_context(device_target="CPU")
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_seed(SEED)
-    net = make_net(nn)
+    net = make_net()
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     train_step = nn.TrainOneStepCell(
         nn.WithLossCell(net, loss_fn), nn.Adam(net.trainable_params(), learning_rate=0.001)

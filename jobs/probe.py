@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Any, Dict, Optional
 
+from jobs.common.msdevice import cut_cpp_stack
 from workbench.events.protocol import Evidence
 from workbench.system.atomic import write_json
 
@@ -42,10 +43,7 @@ def _hint(text: str) -> Optional[str]:
 
 
 def _error(stage: str, exc: BaseException) -> Dict[str, Any]:
-    text = "%s: %s" % (type(exc).__name__, exc)
-    cut = text.find("- C++ Call Stack")
-    if cut > 0:
-        text = text[:cut].rstrip("- \n")
+    text = cut_cpp_stack("%s: %s" % (type(exc).__name__, exc))
     return {"stage": stage, "type": type(exc).__name__, "message": text[:4000], "hint": _hint(text)}
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Tuple
 
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select
 from textual.widgets.select import InvalidSelectValueError
 
-from workbench.config.layers import SCHEMA, ConfigError, _check
+from workbench.config.layers import ConfigError, check_value, schema_field
 
 
 class LabelledField(Vertical):
@@ -30,14 +30,6 @@ class LabelledField(Vertical):
     def compose(self):
         yield Label(self.label_text)
         yield self.field
-
-
-def schema_field(dotted: str):
-    """The config schema's Field of a dotted key."""
-    spec: Any = SCHEMA
-    for part in dotted.split("."):
-        spec = spec[part]
-    return spec
 
 
 def field_value(widget: Widget, key: str) -> Any:
@@ -61,33 +53,11 @@ def check_fields(fields: List[Tuple[str, str, Any]]) -> List[str]:
     problems = []
     for label, key, value in fields:
         try:
-            _check(schema_field(key), key, value, "form")
+            check_value(key, value, "form")
         except ConfigError as exc:
             why = str(exc).split("; ", 1)[-1]
             problems.append("%s (%s) = %r: %s" % (label, key, value if value != "" else "", why))
     return problems
-
-
-def nest(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-    """Dotted keys and values as nested config overrides."""
-    out: Dict[str, Any] = {}
-    for dotted, value in pairs:
-        node = out
-        parts = dotted.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return out
-
-
-def lookup(cfg: Dict[str, Any], dotted: str) -> Optional[Any]:
-    """A dotted key's value in a nested config, None when absent."""
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def show_value(widget: Widget, value: Any) -> None:

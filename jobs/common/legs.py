@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from jobs.common import models
+from workbench.config import keys
 from workbench.events.protocol import read_all
 from workbench.jobkit.context import Cancelled, JobContext
 from workbench.system.atomic import write_json
@@ -78,13 +79,10 @@ def leg_config(ctx: JobContext, overrides: Dict[str, Any]) -> Dict[str, Any]:
         cfg["data"]["from"] = str(models.resolve_job_ref(ctx.dir, "data.from", cfg["data"]["from"]))
     cfg["train"]["resume_from"] = None
     for dotted, value in overrides.items():
-        node = cfg
-        parts = dotted.split(".")
-        for part in parts[:-1]:
-            node = node[part]
-        if parts[-1] not in node:
-            raise KeyError("leg override %r: no such config key" % dotted)
-        node[parts[-1]] = value
+        try:
+            keys.put(cfg, dotted, value, create=False)
+        except KeyError:
+            raise KeyError("leg override %r: no such config key" % dotted) from None
     return cfg
 
 

@@ -15,6 +15,7 @@ from workbench.events.protocol import Evidence
 from workbench.jobkit.context import JobContext, JobFailed
 
 MODES = ("graph", "pynative")
+CPP_STACK = "- C++ Call Stack"  # where MindSpore's error text turns into its C++ frames
 # With these MS_ROLE values MindSpore quietly moves an Ascend request to CPU (INFO log only).
 SERVER_ROLES = ("MS_PSERVER", "MS_SERVER", "MS_SCHED")
 DEFAULT_HINT = (
@@ -92,7 +93,7 @@ def set_device(target: str, device_id: int, mode: str) -> Dict[str, Any]:
     except Exception as exc:  # MindSpore raises RuntimeError/ValueError here; its text is the evidence
         text = "%s: %s" % (type(exc).__name__, exc)
         raise JobFailed(
-            "cannot use device %s:%s: %s" % (target, device_id, _first_block(text)),
+            "cannot use device %s:%s: %s" % (target, device_id, cut_cpp_stack(text, 1500)),
             hint=explain_error(text),
             type_="DeviceError",
         )
@@ -104,19 +105,24 @@ def set_device(target: str, device_id: int, mode: str) -> Dict[str, Any]:
     except Exception as exc:
         text = "%s: %s" % (type(exc).__name__, exc)
         raise JobFailed(
-            "cannot set %s mode on %s:%s: %s" % (mode, target, device_id, _first_block(text)),
+            "cannot set %s mode on %s:%s: %s" % (mode, target, device_id, cut_cpp_stack(text, 1500)),
             hint=explain_error(text),
             type_="DeviceError",
         )
     return how
 
 
-def _first_block(text: str, limit: int = 1500) -> str:
-    """MindSpore's message without its C++ call stack section (kept short for the event)."""
-    cut = text.find("- C++ Call Stack")
+def cut_cpp_stack(text: str, limit: Optional[int] = None) -> str:
+    """MindSpore's message without its C++ call stack section; over `limit` characters, cut and marked ' ...'."""
+    cut = text.find(CPP_STACK)
     if cut > 0:
         text = text[:cut].rstrip("- \n")
-    return text if len(text) <= limit else text[:limit] + " ..."
+    return text if limit is None or len(text) <= limit else text[:limit] + " ..."
+
+
+def short_error(exc: BaseException, limit: int = 2000) -> str:
+    """An exception as 'Type: message' without MindSpore's C++ call stack section, bounded in length."""
+    return cut_cpp_stack("%s: %s" % (type(exc).__name__, exc), limit)
 
 
 def effective_device() -> Dict[str, Any]:

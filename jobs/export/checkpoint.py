@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Dict
 
 import numpy as np
 
+from jobs.common.checkpoint_files import save_ckpt_atomic
 from jobs.export.common import TOLERANCE, fmt
 from jobs.export.loaders import loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
@@ -23,18 +23,10 @@ TITLE = "checkpoint reloads in a fresh process"
 
 def write_checkpoint(run: ExportRun, loaded: SourceNet) -> Dict[str, Any]:
     """Copy the source checkpoint (or save the fresh net) into artifacts/model.ckpt; its artifact event."""
-    import mindspore as ms
-
     dst = run.ctx.artifacts / "model.ckpt"
     src = loaded.source
     if src.kind == "fresh-init":
-        tmp = dst.with_name(".model.%d.tmp.ckpt" % os.getpid())
-        try:
-            ms.save_checkpoint(loaded.net, str(tmp))
-            os.replace(str(tmp), str(dst))
-        finally:
-            if tmp.exists():
-                os.unlink(str(tmp))
+        save_ckpt_atomic(loaded.net, dst)
         how = {"saved_from": "freshly initialised network (mindspore.save_checkpoint)"}
     else:
         with open(str(src.ckpt), "rb") as fh:

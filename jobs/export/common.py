@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.export.load_report import short_error
+from jobs.common.msdevice import short_error
 from workbench.analysis.tensordiff import DEFAULT_TOLERANCES
 
 EXPORT_MODE = "graph"  # graph mode is the path a board runs a delivered model in; the loaders use it too

@@ -25,8 +25,9 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from jobs.common.msdevice import short_error
 from jobs.export.load_lite import lite_probe, load_lite
-from jobs.export.load_report import Report, batch_rows, save_npy, set_device, short_error
+from jobs.export.load_report import Report, batch_rows, save_npy, set_device
 
 
 def load_ckpt(args: argparse.Namespace, report: Report) -> int:

@@ -33,15 +33,6 @@ def batch_rows(n_rows: int, batch_size: int) -> np.ndarray:
     return (np.arange(calls * batch_size) % n_rows).reshape(calls, batch_size)
 
 
-def short_error(exc: BaseException, limit: int = 2000) -> str:
-    """'Type: message' without MindSpore's C++ call stack section, bounded in length."""
-    text = "%s: %s" % (type(exc).__name__, exc)
-    cut = text.find("- C++ Call Stack")
-    if cut > 0:
-        text = text[:cut].rstrip("- \n")
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
 def npy_bytes(array: np.ndarray) -> bytes:
     """An array as .npy file bytes (no pickle)."""
     buffer = io.BytesIO()

@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 import numpy as np
 
+from jobs.common.checkpoint_files import save_ckpt_atomic
 from workbench.system.atomic import read_json, sha256_file, write_json
 
 # Optimizer state in a TrainOneStepCell checkpoint: Adam's moments, SGD's momentum accumulators.
@@ -53,9 +54,7 @@ def zero_optimizer_state(state_dir: Path) -> Dict[str, Any]:
     params = ms.load_checkpoint(str(ckpt))
     zeroed = [n for n in params if n.startswith(OPTIMIZER_PREFIXES)]
     out = [{"name": n, "data": ms.Tensor(np.zeros_like(p.asnumpy())) if n in zeroed else p} for n, p in params.items()]
-    tmp = ckpt.with_name(".tampered.tmp.ckpt")
-    ms.save_checkpoint(out, str(tmp))
-    tmp.replace(ckpt)
+    save_ckpt_atomic(out, ckpt)
     record = read_json(meta)
     record["ckpt_sha256"] = sha256_file(ckpt)
     record["tampered"] = "optimizer state zeroed: %d tensors" % len(zeroed)

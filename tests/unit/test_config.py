@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from workbench.config.layers import SCHEMA, ConfigError, Field, defaults, dump, get, load, parse_set
+from workbench.config.keys import get
+from workbench.config.layers import SCHEMA, ConfigError, Field, defaults, dump, load, parse_set
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from workbench.config.layers import ConfigError, get, load
+from workbench.config.keys import get
+from workbench.config.layers import ConfigError, load
 from workbench.config.safe_yaml import MAX_CONFIG_BYTES
 
 # Nine levels of nine aliases: 9**9 (about 387 million) strings once anything walks the value.

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from workbench.config.layers import ConfigError, get, load
+from workbench.config.keys import get
+from workbench.config.layers import ConfigError, load
 from workbench.session.refs import BadReference, check_jid, check_sid
 from workbench.session.store import SessionStore
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from workbench.config import keys
 from workbench.config import safe_yaml as config_yaml
 from workbench.config.schema import (  # noqa: F401  (the schema's names, re-exported for callers)
     CPU_ISA_CAPS,
@@ -148,18 +149,13 @@ def parse_set(item: str) -> Dict[str, Any]:
         value = config_yaml.parse(raw) if raw.strip() else None
     except config_yaml.YamlError as exc:
         raise ConfigError("--set %r: value is %s" % (item, exc))
-    out: Dict[str, Any] = {}
-    node = out
     parts = key.strip().split(".")
     if len(parts) > MAX_KEY_DEPTH:
         raise ConfigError(
             "--set %s: a key %d levels deep; no config key has more than %d"
             % (_show(key, 80), len(parts), MAX_KEY_DEPTH)
         )
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
-    return out
+    return keys.nest([(key.strip(), value)])
 
 
 def load_file(path: Path) -> Any:
@@ -205,12 +201,17 @@ def check_effective(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return cfg
 
 
-def get(cfg: Dict[str, Any], dotted: str) -> Any:
-    """Read a dotted key from a config dict."""
-    node: Any = cfg
-    for part in dotted.split("."):
-        node = node[part]
-    return node
+def schema_field(dotted: str) -> Field:
+    """The schema's Field of a dotted key (KeyError for a key the schema does not have)."""
+    spec = keys.get(SCHEMA, dotted)
+    if not isinstance(spec, Field):
+        raise KeyError(dotted)
+    return spec
+
+
+def check_value(dotted: str, value: Any, source: str) -> Any:
+    """`value` for a dotted key, checked and coerced as a config layer's would be; ConfigError names key and source."""
+    return _check(schema_field(dotted), dotted, value, source)
 
 
 def dump(cfg: Dict[str, Any]) -> str:

@@ -32,12 +32,14 @@ class FieldType:
         accept: Optional[Callable[[Any], bool]] = None,
         inner: Optional[Callable[[Any], Optional[str]]] = None,
         optional: bool = False,
+        required: bool = False,
     ):
         self.name = name
         self.types = types
         self.accept = accept
         self.inner = inner
         self.optional = optional
+        self.required = required  # as a field of an event type: every line of the type has it
 
     def problem(self, value: Any) -> Optional[str]:
         """None when `value` fits, else what is wrong with it."""
@@ -61,6 +63,11 @@ class FieldType:
 def opt(ft: FieldType) -> FieldType:
     """The same type, or null."""
     return FieldType(ft.name + " or null", ft.types, ft.accept, ft.inner, True)
+
+
+def need(ft: FieldType) -> FieldType:
+    """The same type, for a field every line of its event type must have (it may still be null where `opt`)."""
+    return FieldType(ft.name, ft.types, ft.accept, ft.inner, ft.optional, required=True)
 
 
 NUM = FieldType("a number", (int, float), accept=lambda v: isinstance(v, str) and v in NON_FINITE)

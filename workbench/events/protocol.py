@@ -1,7 +1,7 @@
 """The v1 event protocol: typed events, one encoder, a tolerant reader and a validator.
 
-Every line is `{"v": 1, "seq": n, "t": unix_s, "type": ...}` plus the fields of its type (the
-TypedDicts below; FIELD_TYPES says the JSON type of each field). Two line shapes carry steps:
+Every line is `{"v": 1, "seq": n, "t": unix_s, "type": ...}` plus the fields of its type (FIELD_TYPES,
+the one table: each field's JSON type, and which ones a line must have). Two line shapes carry steps:
 `step` (one step per line) and `steps` (a batch of consecutive steps of one epoch in one line:
 `{"epoch", "first_step", "loss": [...], "step_ms": [...], "batch_size": n or [...], "phase": str or
 [...]}`, step i of the batch being `first_step + i`). Readers and folds understand both. `device`
@@ -13,7 +13,7 @@ the fold (workbench.fold.record) skips it like a torn line.
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+from typing import Any, Dict, List, Optional
 
 from workbench.events.fieldtypes import (
     BOOL,
@@ -25,6 +25,7 @@ from workbench.events.fieldtypes import (
     FieldType,
     fields_problem,
     list_of,
+    need,
     obj,
     one_of,
     opt,
@@ -42,260 +43,15 @@ class Evidence:
     ALL = (PASS, FAIL, BLOCKED, NOT_RUN)
 
 
-EvidenceLevel = Literal["observed-pass", "observed-fail", "blocked", "not-run"]
 STATUSES = Evidence.ALL
 FINISHED_STATUSES = ("ok", "failed", "cancelled")
-
-# Required fields per event type (beyond v, seq, t, type).
-REQUIRED: Dict[str, tuple] = {
-    "started": ("kind", "pid", "python", "argv", "version", "device"),
-    "log": ("level", "message"),
-    "check": ("id", "title", "status"),
-    "progress": ("done", "total", "unit"),
-    "step": ("epoch", "step", "loss", "step_ms", "batch_size"),
-    "steps": ("epoch", "first_step", "loss", "step_ms", "batch_size"),
-    "epoch": ("epoch", "train_loss", "samples", "val", "is_best", "epoch_s"),
-    "perf": ("first_step_s", "warmup_steps", "steady", "peak_host_rss_mb", "peak_device_mb", "sync"),
-    "tensor_diff": ("name", "shape", "atol", "rtol", "max_abs", "passed"),
-    "artifact": ("path", "kind", "bytes", "sha256"),
-    "result": ("summary",),
-    "finished": ("status", "error"),
-    "device": (),
-}
-KNOWN_TYPES = tuple(REQUIRED)
-
-
-class Envelope(TypedDict):
-    """Fields every line has."""
-
-    v: int
-    seq: int
-    t: float
-    type: str
-
-
-class DeviceResolution(TypedDict, total=False):
-    """Where a job runs: what was asked, what it resolved to, and why."""
-
-    requested: str
-    resolved: str
-    id: int
-    why: str
-
-
-class ErrorInfo(TypedDict, total=False):
-    """Why a job failed, and what to try."""
-
-    type: str
-    message: str
-    hint: Optional[str]
-
-
-class StartedEvent(Envelope, total=False):
-    """The job began: who runs it, with what, on which device (plus job-specific settings)."""
-
-    kind: str
-    pid: int
-    python: str
-    argv: List[str]
-    version: str
-    device: DeviceResolution
-    rank: int
-    scope: str
-
-
-class LogEvent(Envelope, total=False):
-    """A log line of the job (level info, warning, error; `garbage` for an unreadable line)."""
-
-    level: str
-    message: str
-    rank: int
-
-
-class CheckEvent(Envelope, total=False):
-    """One check with its evidence level and the evidence behind it."""
-
-    id: str
-    title: str
-    status: EvidenceLevel
-    detail: str
-    evidence: Dict[str, Any]
-    hint: Optional[str]
-    group: str
-    format: str
-    rank: int
-    subject: str  # what it is about: 'checkpoint:<sha256>', 'recipe:<sha256>', 'initial weights'; absent: no model
-
-
-class ProgressEvent(Envelope, total=False):
-    """How far a phase got."""
-
-    done: int
-    total: int
-    unit: str
-    phase: str
-    rank: int
-
-
-class StepEvent(Envelope, total=False):
-    """One training step."""
-
-    epoch: int
-    step: int
-    global_step: int
-    loss: Union[float, str]  # "nan", "inf", "-inf" for non-finite values
-    step_ms: float
-    batch_size: int
-    phase: str  # compile, recompile, warmup, steady, profiled
-    rank: int
-
-
-class StepsEvent(Envelope, total=False):
-    """Consecutive steps of one epoch in one line (per-step values in lists)."""
-
-    epoch: int
-    first_step: int
-    global_step: int  # global step of the first one
-    loss: List[Union[float, str]]
-    step_ms: List[float]
-    batch_size: Union[int, List[int]]
-    phase: Union[str, List[str]]
-    rank: int
-
-
-class ClassMetrics(TypedDict, total=False):
-    """Precision, recall, F1 and support of one class."""
-
-    precision: float
-    recall: float
-    f1: float
-    support: int
-
-
-class ValMetrics(TypedDict, total=False):
-    """Validation metrics of an epoch."""
-
-    accuracy: float
-    macro_f1: float
-    per_class: List[ClassMetrics]
-    confusion: List[List[int]]
-    samples: int
-
-
-class EpochEvent(Envelope, total=False):
-    """An epoch ended: its training loss and validation metrics."""
-
-    epoch: int
-    train_loss: float
-    samples: int
-    val: ValMetrics
-    is_best: bool
-    epoch_s: float
-    rank: int
-
-
-class SteadyStats(TypedDict, total=False):
-    """Statistics of the steady steps."""
-
-    n: int
-    median_ms: Optional[float]
-    p95_ms: Optional[float]
-    images_per_s: Optional[float]
-
-
-class PerfEvent(Envelope, total=False):
-    """Compile time, steady step times and memory, with the rules they were measured by."""
-
-    first_step_s: Optional[float]
-    warmup_steps: int
-    steady: SteadyStats
-    peak_host_rss_mb: Optional[float]
-    peak_device_mb: Optional[float]
-    sync: str
-    scope: str  # run or epoch
-    epoch: int
-    batch_size: int
-    rank: int
-
-
-class TensorDiffEvent(Envelope, total=False):
-    """One tensor compared between the reference and the candidate path."""
-
-    name: str
-    shape: Union[List[int], Dict[str, Optional[List[int]]]]
-    dtype: Union[str, Dict[str, Optional[str]]]
-    ref: str
-    cand: str
-    atol: float
-    rtol: float
-    max_abs: Optional[float]
-    max_rel: Optional[float]
-    mismatch_ratio: Optional[float]
-    worst_index: Optional[List[int]]
-    worst: Optional[Dict[str, Any]]
-    passed: bool
-
-
-class ArtifactEvent(Envelope, total=False):
-    """A file the job wrote, with its hash."""
-
-    path: str
-    kind: str
-    bytes: int
-    sha256: str
-    rank: int
-
-
-class ResultEvent(Envelope, total=False):
-    """The job's machine-readable summary."""
-
-    summary: Dict[str, Any]
-    rank: int
-
-
-class FinishedEvent(Envelope, total=False):
-    """The job's last line: ok, failed or cancelled, and why."""
-
-    status: Literal["ok", "failed", "cancelled"]
-    error: Optional[ErrorInfo]
-    rank: int
-
-
-class DeviceEvent(Envelope, total=False):
-    """One NPU telemetry sample (npu-smi); every field is optional."""
-
-    ai_core_pct: float
-    mem_used_mb: float
-    mem_total_mb: float
-    temp_c: float
-    power_w: float
-    card_power_w: float
-    health: str
-    npu: int
-    chip: int
-
-
-EVENT_TYPES = {
-    "started": StartedEvent,
-    "log": LogEvent,
-    "check": CheckEvent,
-    "progress": ProgressEvent,
-    "step": StepEvent,
-    "steps": StepsEvent,
-    "epoch": EpochEvent,
-    "perf": PerfEvent,
-    "tensor_diff": TensorDiffEvent,
-    "artifact": ArtifactEvent,
-    "result": ResultEvent,
-    "finished": FinishedEvent,
-    "device": DeviceEvent,
-}
 
 LEVEL = one_of(*Evidence.ALL)
 SHAPE = list_of(INT)
 PER_CLASS = list_of(obj(precision=opt(NUM), recall=opt(NUM), f1=opt(NUM), support=opt(INT)))
 NUMS = list_of(opt(NUM))
-# The JSON type of each field a reader uses, per event type (fields not named here are free).
+# The one table of the fields of each event type: the JSON type of each field a reader uses (fields not
+# named here are free), `need` marking those every line of the type must have.
 ENVELOPE: Dict[str, FieldType] = {
     "seq": INT,
     "t": opt(INT | FieldType("a number", (float,))),
@@ -305,12 +61,12 @@ ENVELOPE: Dict[str, FieldType] = {
 }
 FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
     "started": {
-        "kind": STR,
-        "pid": INT,
-        "python": STR,
-        "argv": list_of(STR),
-        "version": STR,
-        "device": obj(requested=opt(STR), resolved=opt(STR), id=opt(INT), why=opt(STR)),
+        "kind": need(STR),
+        "pid": need(INT),
+        "python": need(STR),
+        "argv": need(list_of(STR)),
+        "version": need(STR),
+        "device": need(obj(requested=opt(STR), resolved=opt(STR), id=opt(INT), why=opt(STR))),
         "scope": opt(STR),
         "split_seed": opt(INT),
         "val_fraction": opt(NUM),
@@ -320,88 +76,91 @@ FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
         "reference": opt(STR),
         "candidate": opt(STR),
     },
-    "log": {"level": STR, "message": STR},
+    "log": {"level": need(STR), "message": need(STR)},
     "check": {
-        "id": STR,
-        "title": STR,
-        "status": LEVEL,
+        "id": need(STR),
+        "title": need(STR),
+        "status": need(LEVEL),
         "detail": opt(STR),
         "evidence": opt(DICT),
         "hint": opt(STR),
         "group": opt(STR),
         "format": opt(STR),
         "batch_size": opt(INT),
+        # what the check is about: checkpoint:<sha256>, recipe:<sha256>, initial weights; absent: no model
         "subject": opt(STR),
     },
-    "progress": {"done": NUM, "total": NUM, "unit": STR, "phase": opt(STR)},
+    "progress": {"done": need(NUM), "total": need(NUM), "unit": need(STR), "phase": opt(STR)},
     "step": {
-        "epoch": INT,
-        "step": INT,
+        "epoch": need(INT),
+        "step": need(INT),
         "global_step": opt(INT),
-        "loss": opt(NUM),
-        "step_ms": opt(NUM),
-        "batch_size": opt(INT),
+        "loss": need(opt(NUM)),
+        "step_ms": need(opt(NUM)),
+        "batch_size": need(opt(INT)),
         "phase": opt(STR),
     },
     "steps": {
-        "epoch": INT,
-        "first_step": INT,
+        "epoch": need(INT),
+        "first_step": need(INT),
         "global_step": opt(INT),
-        "loss": NUMS,
-        "step_ms": NUMS,
-        "batch_size": INT | list_of(INT),
+        "loss": need(NUMS),
+        "step_ms": need(NUMS),
+        "batch_size": need(INT | list_of(INT)),
         "phase": opt(STR | list_of(opt(STR))),
     },
     "epoch": {
-        "epoch": INT,
-        "train_loss": opt(NUM),
-        "samples": opt(INT),
-        "is_best": BOOL,
-        "epoch_s": opt(NUM),
-        "val": obj(
-            accuracy=opt(NUM),
-            macro_f1=opt(NUM),
-            per_class=opt(PER_CLASS),
-            confusion=opt(list_of(list_of(INT))),
-            samples=opt(INT),
+        "epoch": need(INT),
+        "train_loss": need(opt(NUM)),
+        "samples": need(opt(INT)),
+        "val": need(
+            obj(
+                accuracy=opt(NUM),
+                macro_f1=opt(NUM),
+                per_class=opt(PER_CLASS),
+                confusion=opt(list_of(list_of(INT))),
+                samples=opt(INT),
+            )
         ),
+        "is_best": need(BOOL),
+        "epoch_s": need(opt(NUM)),
     },
     "perf": {
-        "first_step_s": opt(NUM),
-        "warmup_steps": opt(INT),
-        "peak_host_rss_mb": opt(NUM),
-        "peak_device_mb": opt(NUM),
-        "sync": opt(STR),
+        "first_step_s": need(opt(NUM)),
+        "warmup_steps": need(opt(INT)),
+        "steady": need(opt(obj(n=opt(INT), median_ms=opt(NUM), p95_ms=opt(NUM), images_per_s=opt(NUM)))),
+        "peak_host_rss_mb": need(opt(NUM)),
+        "peak_device_mb": need(opt(NUM)),
+        "sync": need(opt(STR)),
         "scope": opt(STR),
         "epoch": opt(INT),
         "batch_size": opt(INT),
         "recompile": opt(LIST),
         "device_memory_note": opt(STR),
-        "steady": opt(obj(n=opt(INT), median_ms=opt(NUM), p95_ms=opt(NUM), images_per_s=opt(NUM))),
     },
     "tensor_diff": {
-        "name": STR,
-        "shape": opt(SHAPE | obj(ref=opt(SHAPE), cand=opt(SHAPE))),
+        "name": need(STR),
+        "shape": need(opt(SHAPE | obj(ref=opt(SHAPE), cand=opt(SHAPE)))),
         "dtype": opt(STR | obj(ref=opt(STR), cand=opt(STR))),
         "ref": opt(STR),
         "cand": opt(STR),
-        "atol": opt(NUM),
-        "rtol": opt(NUM),
-        "max_abs": opt(NUM),
+        "atol": need(opt(NUM)),
+        "rtol": need(opt(NUM)),
+        "max_abs": need(opt(NUM)),
         "max_rel": opt(NUM),
         "mismatch_ratio": opt(NUM),
         "worst_index": opt(LIST),
-        "passed": BOOL,
+        "passed": need(BOOL),
         "reason": opt(STR),
         "worst": opt(obj(ref=opt(NUM), cand=opt(NUM))),
         "flips": opt(obj(n=opt(INT), count=opt(INT), pairs=opt(LIST))),
         "hist": opt(obj(zeros=opt(INT), edges=opt(list_of(NUM)), counts=opt(list_of(INT)), nonfinite=opt(INT))),
     },
-    "artifact": {"path": STR, "kind": STR, "bytes": INT, "sha256": STR},
-    "result": {"summary": opt(DICT)},
+    "artifact": {"path": need(STR), "kind": need(STR), "bytes": need(INT), "sha256": need(STR)},
+    "result": {"summary": need(opt(DICT))},
     "finished": {
-        "status": one_of(*FINISHED_STATUSES),
-        "error": opt(obj(type=opt(STR), message=opt(STR), hint=opt(STR))),
+        "status": need(one_of(*FINISHED_STATUSES)),
+        "error": need(opt(obj(type=opt(STR), message=opt(STR), hint=opt(STR)))),
     },
     "device": {
         "ai_core_pct": opt(NUM),
@@ -415,6 +174,13 @@ FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
         "chip": opt(INT),
     },
 }
+
+
+# Required fields per event type (beyond v, seq, t, type), in the table's order.
+REQUIRED: Dict[str, tuple] = {
+    kind: tuple(n for n, ft in fields.items() if ft.required) for kind, fields in FIELD_TYPES.items()
+}
+KNOWN_TYPES = tuple(REQUIRED)
 
 
 def is_main(event: Dict[str, Any]) -> bool:

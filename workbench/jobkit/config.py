@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterator, Mapping
 
+from workbench.config import keys
+
 
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
@@ -50,10 +52,7 @@ class JobConfig(Mapping):
 
     def at(self, dotted: str) -> Any:
         """The value of a dotted key such as 'train.epochs'."""
-        node: Any = self
-        for part in dotted.split("."):
-            node = node[part]
-        return node
+        return keys.get(self, dotted)
 
     def plain(self) -> Dict[str, Any]:
         """A plain, mutable deep copy (for writing JSON or building a derived config)."""

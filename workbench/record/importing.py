@@ -331,14 +331,6 @@ def _copy_folder(src: Path, dest: Path, root: Path) -> None:
             (dest / os.path.relpath(os.path.join(dirpath, name), str(src))).mkdir(parents=True, exist_ok=True)
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(str(path), "rb") as fh:
-        for block in iter(lambda: fh.read(BLOCK_BYTES), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _make_read_only(folder: Path) -> None:
     for dirpath, _, filenames in os.walk(str(folder)):
         for name in filenames:
@@ -377,7 +369,7 @@ def import_record(root: Path, source: Path) -> Dict[str, Any]:
                     raise
                 raise RecordRefused("%s: not a readable tar archive (%s)" % (source, exc))
             staged = stage / sid
-            origin_sha = _sha256_of(source)
+            origin_sha = sha256_file(source)
         verified = verify_record(staged)
         info = _session_info(staged, sid)
         existing = root / sid
