@@ -119,3 +119,16 @@ def test_bad_table_is_rejected_with_file_entry_key(tmp_path):
     path.write_text(json.dumps({"entries": [{"id": "x", "pattern": "a", "cause": "", "next_check": "n"}]}))
     with pytest.raises(ValueError, match=r"entry 0 \(x\): key 'cause' must be a non-empty string"):
         errors.load_table(path)
+
+
+def test_the_jobs_cut_the_cpp_stack_from_a_verbatim_mindspore_error():
+    from jobs.common.msdevice import cut_cpp_stack, short_error
+
+    text = fixture_text(COLLECTION).split("## E2.", 1)[1].split("```", 2)[1].strip()
+    assert "- C++ Call Stack" in text and "ms_context.cc" in text
+    cut = cut_cpp_stack(text)
+    assert "C++ Call Stack" not in cut and "ms_context.cc" not in cut
+    assert cut.endswith("libge_runner.so: cannot open shared object file: No such file or directory")
+    assert cut_cpp_stack(text, 40) == cut[:40] + " ..."
+    assert short_error(RuntimeError(text), 60) == ("RuntimeError: " + cut)[:60] + " ..."
+    assert cut_cpp_stack("no stack here") == "no stack here"

@@ -147,7 +147,7 @@ def fold_job(
     rec = JobRecord(
         job_dir.name,
         str(spec.get("kind") or job_dir.name.rsplit("-", 1)[0]),
-        float(created) if type(created) in (int, float) else 0.0,
+        float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else 0.0,
         job_dir,
         keep_steps=steps,
     )
