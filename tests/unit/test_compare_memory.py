@@ -3,38 +3,29 @@ the record's thinned step table, so peak RSS (in a fresh process) barely grows f
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.scale_sessions import SID, build_session
-from tests.conftest import PROJECT_ROOT
+from tests.support.child import PEAK_MB, json_from_child
 
 GROWTH_MB = 10.0  # 10x the events may cost this much more at most ("flat")
-CHILD = """
+CHILD = (
+    """
 import json, sys
 from pathlib import Path
 from workbench.compare.inputs import compare_dirs, default_tolerances
 job = Path(sys.argv[1]) / sys.argv[2] / "jobs" / "train-001"
 result = compare_dirs(job, job, default_tolerances())
-# VmHWM starts afresh at exec (ru_maxrss would carry the forking pytest process's peak)
-hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-print(json.dumps({"rss_mb": hwm_kb / 1024.0, "points": len(result["loss_curves"]["a"]["x"]),
-                  "verdict": result["verdict"]["summary"]}))
 """
+    + PEAK_MB
+    + """
+print(json.dumps({"rss_mb": peak_mb, "points": len(result["loss_curves"]["a"]["x"])}))
+"""
+)
 
 
 def compare_in_child(root: Path) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root), SID],
-        cwd=str(PROJECT_ROOT),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_child(CHILD, str(root), SID)
 
 
 def test_compare_memory_is_flat_in_the_number_of_events(tmp_path):

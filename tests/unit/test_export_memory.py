@@ -3,43 +3,33 @@ and barely grows from 15 000 to 150 000 events, while steps.csv still holds ever
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.scale_sessions import SID, build_session
-from tests.support.cli import PROJECT_ROOT
+from tests.support.child import PEAK_MB, json_from_child
 
 RSS_GOAL_MB = 250.0  # the export of a 1 000 000-event session stays under 250 MB (docs/PERFORMANCE.md)
 GROWTH_MB = 30.0  # 10x the events may cost this much more at most ("flat")
-CHILD = """
-import json, resource, sys
+CHILD = (
+    """
+import json, sys
 from pathlib import Path
 from workbench.record.write import export_session
 from workbench.session.store import SessionStore
 out = export_session(SessionStore(Path(sys.argv[1])), sys.argv[2])
 rows = sum(1 for _ in open(out / "metrics" / "steps.csv")) - 1
 report = json.loads((out / "report.json").read_text())
-# Peak RSS of this process's own memory: VmHWM starts afresh at exec, while resource's ru_maxrss carries the
-# forking parent's peak across exec (a pytest process that ran a thousand tests first would be measured).
-hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-peak_mb = hwm_kb / 1024.0 if hwm_kb else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+"""
+    + PEAK_MB
+    + """
 print(json.dumps({"rss_mb": peak_mb, "csv_rows": rows,
                   "kept": len(report["jobs"][0]["steps"]["step"]), "recorded": report["jobs"][0]["steps"]["recorded"]}))
 """
+)
 
 
 def export_in_child(root: Path) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root), SID],
-        cwd=str(PROJECT_ROOT),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_child(CHILD, str(root), SID)
 
 
 def test_export_memory_is_flat_in_the_number_of_events(tmp_path):
