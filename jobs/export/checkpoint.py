@@ -9,7 +9,7 @@ import numpy as np
 
 from jobs.common.checkpoint_files import save_ckpt_atomic
 from jobs.export.common import TOLERANCE, fmt
-from jobs.export.loaders import loader_problem, not_fresh, run_loader, where
+from jobs.export.loaders import loader_evidence, loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun
@@ -61,12 +61,7 @@ def reload_checkpoint(run: ExportRun, loaded: SourceNet, ref: ReferenceSet, ckpt
     )
     n = int(ref.inputs.shape[0])
     base = {"format": "ckpt", "batch_size": n}
-    evidence: Dict[str, Any] = {
-        "pids": outcome["pids"],
-        "report": outcome["report_path"],
-        "wall_s": outcome["wall_s"],
-        "file": "artifacts/model.ckpt",
-    }
+    evidence = loader_evidence(outcome, "artifacts/model.ckpt")
     stale = not_fresh(outcome, "the checkpoint loader")
     if stale is not None:
         run.check("ckpt-reload", TITLE, Evidence.FAIL, stale, evidence, max_abs=None, **base)

@@ -73,6 +73,11 @@ def run_loader(run: ExportRun, name: str, what: str, args: List[str]) -> Dict[st
     return outcome
 
 
+def loader_evidence(outcome: Dict[str, Any], file: str) -> Dict[str, Any]:
+    """What a load check shows of its loader run: the pids, its report, its wall time and the file it loaded."""
+    return {"pids": outcome["pids"], "report": outcome["report_path"], "wall_s": outcome["wall_s"], "file": file}
+
+
 def loader_device_check(run: ExportRun, name: str, report: Optional[Dict[str, Any]]) -> None:
     """`effective-config.<loader>`: what MindSpore in the fresh process reports (target, id, mode)."""
     device = (report or {}).get("device") or {}

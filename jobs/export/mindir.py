@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from jobs.export.common import TOLERANCE, fmt, short
-from jobs.export.loaders import loader_problem, not_fresh, run_loader, where
+from jobs.export.loaders import loader_evidence, loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun
@@ -147,12 +147,7 @@ def load_mindir(run: ExportRun, mindir: MindirExport, ref: ReferenceSet) -> None
     )
     report = outcome["report"] or {}
     steps = report.get("steps") or []
-    evidence = {
-        "pids": outcome["pids"],
-        "report": outcome["report_path"],
-        "wall_s": outcome["wall_s"],
-        "file": "artifacts/model.mindir",
-    }
+    evidence = loader_evidence(outcome, "artifacts/model.mindir")
     stale = not_fresh(outcome, "the MindIR loader")
     if stale is not None:
         run.check("mindir-load", LOAD_TITLE, Evidence.FAIL, stale, evidence, format="mindir", batch_size=None)
