@@ -405,10 +405,12 @@ def test_the_record_collection_and_report_never_raise(tmp_path_factory, evs, kin
     )
     report = collect(store, sid)
     json.dumps(report, allow_nan=False, default=str)
-    markdown.render(report)
+    # whatever the lines held, the record names the one job, its report says so, and its CSVs have a header
+    assert [j["jid"] for j in report["jobs"]] == [job.name]
+    assert job.name in markdown.render(report)
     appendix.render_all(report)
-    metrics_csv.steps_csv(report["jobs"])
-    metrics_csv.epochs_csv(report["jobs"])
+    for csv_text in (metrics_csv.steps_csv(report["jobs"]), metrics_csv.epochs_csv(report["jobs"])):
+        assert csv_text.splitlines()[0].count(",") >= 1
 
 
 def test_the_suite_runs_at_least_2000_cases():
