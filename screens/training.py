@@ -35,7 +35,9 @@ from screens.widgets.device_panel import DevicePanel
 from screens.widgets.evidence import badge
 from screens.widgets.panel import Panel
 from screens.widgets.spark import Spark
+from workbench.acceptance.testset import COST, describe, session_evaluations
 from workbench.config.keys import get, nest
+from workbench.session import candidate
 from workbench.views.training import TrainingView
 
 __all__ = ["TrainingScreen", "epochs_table", "rank_rows"]
@@ -72,6 +74,7 @@ class TrainingScreen(WorkbenchScreen):
         Binding("s,ctrl+s", "start", "Start"),
         Binding("x,ctrl+o", "stop", "Stop"),
         Binding("t,ctrl+t", "test", "Test set"),
+        Binding("f", "freeze", "Freeze"),
         Binding("p", "profile", "Profile"),
         Binding("v,f2", "next_pane", "Pane"),
         Binding("b", "toggle_matrix", "Best/last", show=False),
@@ -250,28 +253,60 @@ class TrainingScreen(WorkbenchScreen):
             return
 
         def go(confirmed: Optional[bool] = True) -> None:
-            if not confirmed:
-                return
-            if view.test_count() >= 1:
-                self.app.notify(
-                    "the test set was already evaluated %d time(s) for %s: every evaluation is recorded"
-                    % (view.test_count(), view.jid),
-                    severity="warning",
-                    timeout=8,
-                )
-            self.app.start_job("test", {"test": {"from": view.jid}})
+            if confirmed:
+                self.app.start_job("test", {"test": {"from": view.jid}})
 
+        worries = []
         if view.state != "ok":
-            self.app.push_screen(
-                ConfirmScreen(
-                    "%s did not end ok (%s). Evaluate its best checkpoint on the test set anyway? "
-                    "The evaluation is counted and recorded." % (view.jid, view.status or view.state or "running"),
-                    yes="Evaluate",
-                ),
-                go,
+            worries.append(
+                "%s did not end ok (%s): its best checkpoint is not necessarily the run's result."
+                % (view.jid, view.status or view.state or "running")
             )
+        spent = session_evaluations(self.app.store.root / self.app.sid) if self.app.sid else []
+        if spent:
+            worries.append(
+                "The test set of this session is spent: %s. %s."
+                % (", ".join(describe(e) for e in spent), COST[0].upper() + COST[1:])
+            )
+        if worries:
+            question = " ".join(worries) + " Evaluate %s on the test set anyway?" % view.jid
+            self.app.push_screen(ConfirmScreen(question, yes="Evaluate"), go)
             return
         go()
+
+    def action_freeze(self) -> None:
+        """Freeze the shown run's best checkpoint as the session's candidate, after saying what that does."""
+        view = self.view
+        if not view.jid or not self.app.sid:
+            self.app.notify("no training run to freeze", severity="warning")
+            return
+        session_dir = self.app.store.root / self.app.sid
+        before = candidate.current(session_dir)
+
+        def go(confirmed: Optional[bool] = True) -> None:
+            if not confirmed:
+                return
+            try:
+                lineage = candidate.from_run(session_dir, session_dir / "jobs" / view.jid)
+                entry = candidate.freeze(session_dir, lineage, "chosen on the Training screen" if before else "")
+            except candidate.FreezeError as exc:
+                self.app.notify("freeze refused: %s" % exc, severity="error", timeout=10)
+                return
+            self.app.notify("frozen candidate #%d: %s" % (entry.n, entry.label()), timeout=8)
+
+        replaces = (
+            " It replaces candidate #%d (%s); that freeze stays recorded." % (before.n, before.label())
+            if before
+            else ""
+        )
+        self.app.push_screen(
+            ConfirmScreen(
+                "Freeze %s's best checkpoint as this session's candidate? Test, align and export then take it when "
+                "no source is given, and the acceptance verdict is about it only.%s" % (view.jid, replaces),
+                yes="Freeze",
+            ),
+            go,
+        )
 
     # ----- drawing -----------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ def _run(root: Path, *sets: str):
 def runs(tmp_path_factory):
     """Three alignments, run once for this module: pynative vs graph, fp32 vs fp16, CPU vs Ascend."""
     root = tmp_path_factory.mktemp("sessions")
-    same = _run(root, "--set", "align.steps=1")
+    same = _run(root, "--set", "align.steps=1", "--set", "align.weights_from=init")  # initial weights, chosen
     init = same[1] / "artifacts" / "init.ckpt"  # the later runs load the very same initial weights
     fp16 = _run(
         root,

@@ -263,12 +263,22 @@ def test_truncated_checkpoint_fails_naming_the_file(session, tmp_path):
 
 
 def test_fresh_net_with_dynamic_batch_says_so_and_runs_every_size(session):
-    proc = run_job(session["root"], session["sid"], "export", "export.dynamic_batch=true", "data.source=synthetic")
+    proc = run_job(
+        session["root"],
+        session["sid"],
+        "export",
+        "export.from=init",
+        "export.dynamic_batch=true",
+        "data.source=synthetic",
+    )
     job_dir = _latest_export(session)
     events = job_events(job_dir)
     checks = checks_of(events)
-    assert checks["source"]["status"] == "not-run"
-    assert "freshly initialised" in checks["source"]["detail"] and "random weights" in checks["source"]["detail"]
+    assert checks["source"]["status"] == "not-run" and checks["source"]["subject"] == "initial weights"
+    assert (
+        "freshly initialised" in checks["source"]["detail"]
+        and "never count for acceptance" in checks["source"]["detail"]
+    )
     export = checks["mindir-export"]
     if export["status"] == "observed-fail":  # a MindSpore without None dimensions says so, and nothing runs
         assert "None batch dimension" in export["detail"] or "mindspore.export failed" in export["detail"]

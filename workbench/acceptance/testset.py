@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Dict, List
 
 from workbench.fold.record import SessionModel
@@ -26,6 +27,18 @@ def evaluations(model: SessionModel) -> List[Dict[str, Any]]:
                 dict(summary, jid=rec.jid, sha256=sha, subject=checkpoint_subject(sha) if sha else None, t=rec.created)
             )
     return out
+
+
+def session_evaluations(session_dir: Path) -> List[Dict[str, Any]]:
+    """evaluations() of a session folder, folding only its test jobs (a long training run is never read)."""
+    from workbench.fold.record import SessionModel
+    from workbench.fold.stream import fold_job
+
+    model = SessionModel()
+    for job_dir in sorted((Path(session_dir) / "jobs").glob("test-*")):
+        if (job_dir / "job.json").is_file():
+            model.add(fold_job(job_dir))
+    return evaluations(model)
 
 
 def describe(ev: Dict[str, Any]) -> str:

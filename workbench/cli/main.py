@@ -124,10 +124,9 @@ def test_set_spent(store: SessionStore, sid: str) -> Optional[str]:
     """Why a test evaluation is refused in a session whose test set was already evaluated (None when it was not)."""
     import shlex
 
-    from workbench.acceptance.testset import COST, describe, evaluations
-    from workbench.fold.stream import fold_session
+    from workbench.acceptance.testset import COST, describe, session_evaluations
 
-    done = evaluations(fold_session(store.session_dir(sid)))
+    done = session_evaluations(store.session_dir(sid))
     if not done:
         return None
     again = ["ms-workbench"] + sys.argv[1:] + ["--test-set-again"]
