@@ -144,3 +144,24 @@ def test_own_images_a_bad_file_stops_everything_by_default_and_is_listed_when_sk
     assert own["n"] == 6 and sorted(own["inverted"]) == ["img0.png", "img1.png"]
     assert {s["file"] for s in own["skipped"]} == {"broken.png", "nolabel.png"}
     assert any("no row in labels.csv" in s["why"] for s in own["skipped"])
+
+
+def test_the_record_states_the_scope_and_shows_the_evaluation(frozen):
+    proc = run_job(frozen["root"], frozen["sid"], "shift", *SMALL)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    jid = newest(frozen["root"], frozen["sid"], "shift").name
+    done = run_cli("export", "--sessions", frozen["root"], frozen["sid"], "--no-screenshots", timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = frozen["root"] / frozen["sid"] / "export"
+    text = (out / "report.md").read_text()
+    first_screen = text.split("## 1. Session")[0]
+    assert "## Scope of use (new-distribution data)" in first_screen
+    assert "%s evaluated the candidate train-001" % jid in first_screen
+    result = result_of(frozen["root"] / frozen["sid"] / "jobs" / jid)
+    for line in shiftmod.scope(result)["breaks"]:
+        assert "**Does not hold** — " + line in first_screen
+    assert (out / "figures" / ("%s-failures.png" % jid)).read_bytes() == (
+        frozen["root"] / frozen["sid"] / "jobs" / jid / "artifacts" / "failures.png"
+    ).read_bytes()
+    assert (out / "figures" / ("%s-heat-map.svg" % jid)).is_file()
+    assert "No shift job ended ok" not in text

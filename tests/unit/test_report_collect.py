@@ -23,6 +23,7 @@ SECTIONS = [
     "performance",
     "alignment",
     "export",
+    "new_distribution",
     "other_jobs",
     "checks",
     "jobs_not_ok",

@@ -38,6 +38,7 @@ SECTION_KINDS = {
     "test": "training",
     "align": "alignment",
     "export": "export",
+    "shift": "training",
 }
 NOT_PASSED = (Evidence.FAIL, Evidence.BLOCKED, Evidence.NOT_RUN)
 MAX_LOG_LINES = 40
@@ -263,6 +264,7 @@ def collect(
         "performance": performance_rows(jobs),
         "alignment": alignment_section(jobs),
         "export": [export_record(j) for j in jobs if j["kind"] == "export"],
+        "new_distribution": [_common(j) for j in jobs if j["kind"] == "shift"],
         "other_jobs": [other_record(j) for j in jobs if j["kind"] not in SECTION_KINDS],
         "checks": checks_section(jobs),
         "jobs_not_ok": [
@@ -552,6 +554,11 @@ def not_verified(report: Dict[str, Any], jobs: List[Dict[str, Any]]) -> List[str
                 "No %s job ended ok (%s): the %s is not established."
                 % (kind, "; ".join("%s %s" % (j["jid"], j["label"]) for j in present), what)
             )
+    if not ok("shift"):
+        out.append(
+            "No shift job ended ok: the candidate was not evaluated on new-distribution data (other lighting, "
+            "backgrounds, framing, photos), so its scope of use is not stated."
+        )
     ascend_ok = [j for j in jobs if j["device"].get("resolved") == "Ascend" and j["state"] == "ok"]
     if not ascend_ok:
         out.append("No job ran to completion on an Ascend device: nothing here says anything about Ascend hardware.")

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from workbench.analysis import shift as shift_results
 from workbench.events.files import line_blocks
 from workbench.fold.steptable import StepTable
 from workbench.masking.scrub import Scrubber, file_kind, scrub_pairs
@@ -25,6 +26,7 @@ from workbench.record.manifest import (
 from workbench.record.markdown import appendix
 from workbench.record.markdown import report as markdown
 from workbench.record.markdown import reproduce as reproduce_md
+from workbench.render import humanize as h
 from workbench.render import svg
 from workbench.session import candidate
 from workbench.session.store import SessionStore
@@ -93,8 +95,8 @@ def _mask_large(scrubber: Scrubber, entry: Entry, spill: Path) -> bool:
     return changed
 
 
-def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
-    """Loss, step-time and confusion SVGs per job; returns {jid: {name: relative path}}."""
+def figures(report: Dict[str, Any], out: Path, files: Optional[SessionFiles] = None) -> Dict[str, Dict[str, str]]:
+    """Loss, step-time, confusion and new-distribution figures per job; returns {jid: {name: relative path}}."""
     made: Dict[str, Dict[str, str]] = {}
     jobs = {j["jid"]: j for j in report["jobs"]}
     for run in report["training"]["runs"]:
@@ -137,6 +139,23 @@ def figures(report: Dict[str, Any], out: Path) -> Dict[str, Dict[str, str]]:
                 out / name, svg.confusion_svg(test["confusion"], names, "%s: confusion matrix (test set)" % test["jid"])
             )
             made.setdefault(test["jid"], {})["confusion"] = name
+    for job in report.get("new_distribution") or []:
+        res = job.get("summary") or {}
+        names, severities, grid = shift_results.heat_map(res)
+        if names:
+            name = "figures/%s-heat-map.svg" % job["jid"]
+            title = "%s: macro-F1 by set and severity (clean %s)" % (
+                job["jid"],
+                h.ratio((res.get("clean") or {}).get("macro_f1")),
+            )
+            write_text(out / name, svg.heat_map_svg(names, ["s%d" % s for s in severities], grid, title))
+            made.setdefault(job["jid"], {})["heat_map"] = name
+        grid_png = [a for a in job.get("artifacts") or [] if a.get("kind") == "failure-grid"]
+        data = files.read("jobs/%s/%s" % (job["jid"], grid_png[-1]["path"])) if grid_png and files else None
+        if data:  # the snapshot's bytes: the figure is the file the manifest lists for the job
+            name = "figures/%s-failures.png" % job["jid"]
+            write_bytes(out / name, data)
+            made.setdefault(job["jid"], {})["failures"] = name
     return {k: v for k, v in made.items() if v}
 
 
@@ -280,7 +299,7 @@ def _write_record(
             write_text(stage / "metrics" / name, text)
         report["files"] = {
             "metrics": ["metrics/%s" % n for n in ["steps.csv"] + list(metrics)],
-            "figures": figures(report, stage),
+            "figures": figures(report, stage, files),
             "masked": masked,
         }
         report["files"].update(write_package(report, files, stage))

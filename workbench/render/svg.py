@@ -289,3 +289,40 @@ def confusion_svg(matrix: Sequence[Sequence[Any]], class_names: Sequence[str], t
         out.append("<text transform='translate(%d %d) rotate(45)' fill='#222'>%s</text>" % (x, y, escape(names[c])))
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def heat_map_svg(rows: Sequence[str], columns: Sequence[str], grid: Sequence[Sequence[Any]], title: str) -> str:
+    """A table of values in [0, 1] shaded from red (0) to green (1), each cell labelled; None cells left blank."""
+    cell_w, cell_h, left, top = 56, 24, 130, 50
+    width, height = left + cell_w * len(columns) + 20, top + cell_h * len(rows) + 20
+    out = [
+        "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' viewBox='0 0 %d %d' %s font-size='11'>"
+        % (width, height, width, height, FONT),
+        "<rect width='100%' height='100%' fill='white'/>",
+        "<text x='10' y='20' font-size='14' font-weight='bold'>%s</text>" % escape(title),
+    ]
+    for c, name in enumerate(columns):
+        out.append(
+            "<text x='%d' y='%d' text-anchor='middle' fill='#222'>%s</text>"
+            % (left + c * cell_w + cell_w // 2, top - 8, escape(str(name)))
+        )
+    for r, name in enumerate(rows):
+        y = top + r * cell_h
+        out.append(
+            "<text x='%d' y='%d' text-anchor='end' fill='#222'>%s</text>" % (left - 6, y + 16, escape(str(name)))
+        )
+        for c, value in enumerate(grid[r]):
+            if not _finite(value):
+                continue
+            v = min(max(float(value), 0.0), 1.0)
+            fill = "rgb(%d,%d,90)" % (int(230 * (1 - v)) + 25, int(200 * v) + 30)
+            out.append(
+                "<rect x='%d' y='%d' width='%d' height='%d' fill='%s' stroke='white'/>"
+                % (left + c * cell_w, y, cell_w, cell_h, fill)
+            )
+            out.append(
+                "<text x='%d' y='%d' text-anchor='middle' fill='white'>%s</text>"
+                % (left + c * cell_w + cell_w // 2, y + 16, "%.2f" % v)
+            )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

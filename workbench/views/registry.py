@@ -7,6 +7,7 @@ from workbench.views.data import DataView
 from workbench.views.environment import EnvironmentView
 from workbench.views.export import ExportView
 from workbench.views.session import SessionView
+from workbench.views.shift import ShiftView
 from workbench.views.training import TrainingView
 
 VIEWS = {
@@ -16,4 +17,5 @@ VIEWS = {
     "alignment": AlignmentView,
     "export": ExportView,
     "session": SessionView,
+    "shift": ShiftView,
 }

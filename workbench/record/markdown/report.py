@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from workbench.events.protocol import Evidence
 from workbench.record.markdown import appendix as ax
 from workbench.record.markdown import course, summary
+from workbench.record.markdown import shift as shift_md
 from workbench.record.markdown.candidate import about_line, candidate_lines
 from workbench.record.markdown.tables import cell, num, table
 from workbench.record.ranks import parallel_block
@@ -211,6 +212,7 @@ class ReportWriter:
         self.add(*summary.metrics_lines(self.r["training"]))
         self.add("## Course checks", "")
         self.add(*course.course_lines(self.r))
+        self.add(*shift_md.scope_lines(self.r))
         self.add("## Throughput", "")
         self.add(*summary.throughput_lines(self.r["performance"], self.r))
         self.add("## Failed, blocked, and the next command", "")
@@ -355,6 +357,7 @@ class ReportWriter:
             if fig:
                 self.add("![%s confusion matrix](%s)" % (x["jid"], fig), "")
             self.add(*checks_line(x["checks"]))
+        self.add(*shift_md.section_lines(self.r, figures))
 
     def training_run(self, run: Dict[str, Any], figs: Dict[str, str]) -> None:
         jid = run["jid"]
