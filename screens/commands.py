@@ -56,6 +56,13 @@ class WorkbenchCommands(Provider):
         )
         out.append(
             (
+                "New-distribution data",
+                partial(app.run_on_screen, "training", "new_data"),
+                "the frozen candidate on shifted test images: heat map, scope of use, failure cases (n on Training)",
+            )
+        )
+        out.append(
+            (
                 "Profile run",
                 partial(app.run_on_screen, "training", "profile"),
                 "start a training that profiles 20 steady steps after warm-up",

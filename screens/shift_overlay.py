@@ -18,24 +18,29 @@ from textual.widgets import Static
 from screens.widgets.pixels import HalfBlockImage
 from workbench.data.fashion import CLASS_NAMES
 
-THUMBS = 2  # side by side: two 28-column images fit an 80-column terminal with their captions
+THUMBS = 2  # side by side beside the heat map when the terminal is wide enough; one at 80 columns
+TWO_THUMBS_WIDTH = 110
 REDRAW_S = 0.5
 
 
 def heat_text(names: List[str], severities: List[int], grid: List[List[Optional[float]]], plain: bool) -> Text:
     """One row per set: its macro-F1 at each severity, shaded red (0) to green (1) unless plain."""
     out = Text(no_wrap=True)
-    out.append("%-17s" % "set", style="bold")
+    out.append("%-16s" % "set", style="bold")
     for s in severities:
         out.append(" s%-4d" % s, style="bold")
     out.append("\n")
     for name, cells in zip(names, grid):
-        out.append("%-17s" % name[:17])
+        out.append("%-16s" % name[:16])
         for value in cells:
             if value is None:
                 out.append("     -")
                 continue
-            style = "" if plain else ("black on green" if value >= 0.7 else "black on yellow" if value >= 0.4 else "white on red")
+            style = (
+                ""
+                if plain
+                else ("black on green" if value >= 0.7 else "black on yellow" if value >= 0.4 else "white on red")
+            )
             out.append(" ")
             out.append("%5.2f" % value, style=style)
         out.append("\n")
@@ -50,8 +55,12 @@ class ShiftOverlay(ModalScreen):
     ShiftOverlay #sh-box { width: 100%; height: 100%; border: round $accent; background: $surface; }
     ShiftOverlay #sh-body { height: 1fr; }
     ShiftOverlay .sh-section { height: auto; margin-bottom: 1; }
-    ShiftOverlay #sh-thumbs { height: 15; }
-    ShiftOverlay .sh-thumb { width: 30; height: 15; }
+    ShiftOverlay #sh-top { height: 18; }
+    ShiftOverlay #sh-heat { width: 48; height: 17; }
+    ShiftOverlay #sh-fail { width: 1fr; height: 18; }
+    ShiftOverlay #sh-set { height: 2; }
+    ShiftOverlay #sh-thumbs { height: 16; }
+    ShiftOverlay .sh-thumb { width: 30; height: 16; }
     ShiftOverlay .sh-caption { height: 1; width: 28; }
     """
     BINDINGS = [
@@ -75,14 +84,16 @@ class ShiftOverlay(ModalScreen):
         with Vertical(id="sh-box"):
             with VerticalScroll(id="sh-body"):
                 yield Static("", id="sh-head", classes="sh-section")
+                with Horizontal(id="sh-top"):
+                    yield Static("", id="sh-heat")
+                    with Vertical(id="sh-fail"):
+                        yield Static("", id="sh-set")
+                        with Horizontal(id="sh-thumbs"):
+                            for i in range(THUMBS):
+                                with Vertical(classes="sh-thumb", id="sh-thumb-%d" % i):
+                                    yield HalfBlockImage(id="sh-img-%d" % i)
+                                    yield Static("", id="sh-cap-%d" % i, classes="sh-caption")
                 yield Static("", id="sh-scope", classes="sh-section")
-                yield Static("", id="sh-set", classes="sh-section")
-                with Horizontal(id="sh-thumbs"):
-                    for i in range(THUMBS):
-                        with Vertical(classes="sh-thumb"):
-                            yield HalfBlockImage(id="sh-img-%d" % i)
-                            yield Static("", id="sh-cap-%d" % i, classes="sh-caption")
-                yield Static("", id="sh-heat", classes="sh-section")
 
     def on_mount(self) -> None:
         self.query_one("#sh-body").focus()  # the arrow keys up/down scroll at once
@@ -91,6 +102,9 @@ class ShiftOverlay(ModalScreen):
         box.border_subtitle = "Esc close  r run  ←→ set  ↑↓ scroll"
         self.draw()
         self.set_interval(REDRAW_S, self._maybe_draw)
+
+    def on_resize(self, event: Any) -> None:
+        self.draw()
 
     def _maybe_draw(self) -> None:
         if self.view.version != self.drawn:
@@ -121,8 +135,8 @@ class ShiftOverlay(ModalScreen):
         if not view.jid:
             head.update(
                 "No new-distribution evaluation in this session yet. Press r to evaluate the frozen candidate on "
-                "shifted test images (lighting, backgrounds, framing, blur, noise, flips); freeze one first with f "
-                "on the Training screen or `ms-workbench freeze`."
+                "shifted test images (lighting, backgrounds, framing, blur, noise, flips). The job needs a frozen "
+                "candidate (`ms-workbench freeze`)."
             )
             return
         if not res:
@@ -132,7 +146,13 @@ class ShiftOverlay(ModalScreen):
         clean = (res.get("clean") or {}).get("macro_f1")
         head.update(
             "%s · candidate %s · %d images per set · clean macro-F1 %.3f · holds within %.2f"
-            % (view.jid, cand.get("label", "-"), (res.get("images") or {}).get("n", 0), clean or 0, res.get("tolerance") or 0)
+            % (
+                view.jid,
+                cand.get("label", "-"),
+                (res.get("images") or {}).get("n", 0),
+                clean or 0,
+                res.get("tolerance") or 0,
+            )
         )
         scope = view.scope()
         text = Text()
@@ -150,20 +170,19 @@ class ShiftOverlay(ModalScreen):
         name = names[self.pick % len(names)]
         cases = view.failures(name)
         images = view.thumbnails(name)
+        error = "" if not view.thumbs_error else " — " + view.thumbs_error
+        position = "set %d/%d, ←/→" % (self.pick % len(names) + 1, len(names))
         self.query_one("#sh-set", Static).update(
-            Text(
-                "most confident failures of %s (%d of %d sets; ←/→): %d kept%s"
-                % (name, self.pick % len(names) + 1, len(names), len(cases), "" if not view.thumbs_error else " — " + view.thumbs_error),
-                style="bold",
-            )
+            Text("%s: most confident failures (%s)%s" % (name, position, error), style="bold")
         )
+        self.query_one("#sh-thumb-1").display = self.size.width >= TWO_THUMBS_WIDTH
         for i in range(THUMBS):
             img = self.query_one("#sh-img-%d" % i, HalfBlockImage)
             cap = self.query_one("#sh-cap-%d" % i, Static)
             if images is not None and i < len(cases) and i < len(images):
                 img.show(images[i], plain)
                 c = cases[i]
-                cap.update("%s→%s %.2f" % (CLASS_NAMES[c["true"]][:9], CLASS_NAMES[c["pred"]][:9], c["confidence"]))
+                cap.update("%s→%s %.2f" % (CLASS_NAMES[c["true"]][:10], CLASS_NAMES[c["pred"]][:10], c["confidence"]))
             else:
                 img.show(None)
                 cap.update("")

@@ -83,6 +83,7 @@ class TrainingScreen(WorkbenchScreen):
         Binding("k", "pane('classes')", "Classes", show=False),
         Binding("u", "pane('curves')", "Curves", show=False),
         Binding("c", "compare", "Compare"),
+        Binding("n", "new_data", "New data", show=False),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -309,6 +310,12 @@ class TrainingScreen(WorkbenchScreen):
         )
 
     # ----- drawing -----------------------------------------------------------------------
+
+    def action_new_data(self) -> None:
+        """Overlay the frozen candidate's evaluation on new-distribution data (the newest shift job)."""
+        from screens.shift_overlay import ShiftOverlay
+
+        self.app.push_screen(ShiftOverlay())
 
     def action_compare(self) -> None:
         """Overlay a second run (this session's or an imported one) on the followed one."""
