@@ -47,6 +47,16 @@ def heat_text(names: List[str], severities: List[int], grid: List[List[Optional[
     return out
 
 
+def _num(value: Any, digits: int = 3) -> str:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return "%.*f" % (digits, value) if ok else "-"
+
+
+def _name(label: Any) -> str:
+    ok = type(label) is int and 0 <= label < len(CLASS_NAMES)
+    return CLASS_NAMES[label][:10] if ok else "?"
+
+
 class ShiftOverlay(ModalScreen):
     """The newest new-distribution evaluation of the session (Esc closes, r runs one, ←/→ pick the set)."""
 
@@ -142,17 +152,12 @@ class ShiftOverlay(ModalScreen):
         if not res:
             head.update(Text("%s: %s" % (view.jid, view.status or view.state), style="yellow"))
             return
-        cand = res.get("candidate") or {}
-        clean = (res.get("clean") or {}).get("macro_f1")
+        cand = res.get("candidate") if isinstance(res.get("candidate"), dict) else {}
+        clean = res["clean"].get("macro_f1") if isinstance(res.get("clean"), dict) else None
+        images_part = res.get("images") if isinstance(res.get("images"), dict) else {}
         head.update(
-            "%s · candidate %s · %d images per set · clean macro-F1 %.3f · holds within %.2f"
-            % (
-                view.jid,
-                cand.get("label", "-"),
-                (res.get("images") or {}).get("n", 0),
-                clean or 0,
-                res.get("tolerance") or 0,
-            )
+            "%s · candidate %s · %s images per set · clean macro-F1 %s · holds within %s"
+            % (view.jid, cand.get("label", "-"), images_part.get("n", "?"), _num(clean), _num(res.get("tolerance")))
         )
         scope = view.scope()
         text = Text()
@@ -182,7 +187,7 @@ class ShiftOverlay(ModalScreen):
             if images is not None and i < len(cases) and i < len(images):
                 img.show(images[i], plain)
                 c = cases[i]
-                cap.update("%s→%s %.2f" % (CLASS_NAMES[c["true"]][:10], CLASS_NAMES[c["pred"]][:10], c["confidence"]))
+                cap.update("%s→%s %s" % (_name(c.get("true")), _name(c.get("pred")), _num(c.get("confidence"), 2)))
             else:
                 img.show(None)
                 cap.update("")

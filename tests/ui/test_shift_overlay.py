@@ -10,7 +10,7 @@ import pytest
 from screens.app import WorkbenchApp
 from screens.shift_overlay import ShiftOverlay
 from screens.widgets.pixels import HalfBlockImage
-from tests.ui.conftest import until
+from tests.support.pilot import until
 from workbench.analysis import shift as shiftmod
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore

@@ -334,6 +334,7 @@ MODEL_READS = {
         "counts",
     ],
     "session": ["ordered"],
+    "shift": ["summary", "heat_map", "scope", ("failures", "inverted"), ("thumbnails", "inverted")],
 }
 KIND_OF = {
     "environment": "env",
@@ -342,6 +343,7 @@ KIND_OF = {
     "alignment": "align",
     "export": "export",
     "session": "drill",
+    "shift": "shift",
 }
 
 

@@ -29,21 +29,38 @@ SETS: Dict[str, Tuple[str, str]] = {
 OWN = "own"
 
 
+def _number(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def rows(result: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The result's set rows that carry a set name, an integer severity and a numeric macro-F1 (others skipped)."""
+    found = result.get("sets") if isinstance(result, Mapping) else None
+    return [
+        r
+        for r in (found if isinstance(found, list) else [])
+        if isinstance(r, dict)
+        and isinstance(r.get("set"), str)
+        and type(r.get("severity")) is int
+        and _number(r.get("macro_f1")) is not None
+    ]
+
+
 def heat_map(result: Mapping[str, Any]) -> Tuple[List[str], List[int], List[List[Optional[float]]]]:
     """(set names, severities, macro-F1 per set and severity; None where a pair was not evaluated)."""
-    rows = [r for r in result.get("sets") or [] if r.get("set") != OWN]
-    names = list(dict.fromkeys(r["set"] for r in rows))
-    severities = sorted({int(r["severity"]) for r in rows})
-    cell = {(r["set"], int(r["severity"])): r.get("macro_f1") for r in rows}
+    shifted = [r for r in rows(result) if r["set"] != OWN]
+    names = list(dict.fromkeys(r["set"] for r in shifted))
+    severities = sorted({r["severity"] for r in shifted})
+    cell = {(r["set"], r["severity"]): r["macro_f1"] for r in shifted}
     return names, severities, [[cell.get((n, s)) for s in severities] for n in names]
 
 
 def worst(result: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Per set (own images included), the row with the largest macro-F1 drop from the clean images."""
     out: Dict[str, Dict[str, Any]] = {}
-    for row in result.get("sets") or []:
-        name = row.get("set")
-        if row.get("drop") is None:
+    for row in rows(result):
+        name = row["set"]
+        if _number(row.get("drop")) is None:
             continue
         if name not in out or row["drop"] > out[name]["drop"]:
             out[name] = row
@@ -51,14 +68,15 @@ def worst(result: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
 
 
 def _first_breaking(result: Mapping[str, Any], name: str, tolerance: float) -> Optional[Dict[str, Any]]:
-    rows = sorted((r for r in result.get("sets") or [] if r.get("set") == name), key=lambda r: r.get("severity", 0))
-    return next((r for r in rows if r.get("drop") is not None and r["drop"] > tolerance), None)
+    mine = sorted((r for r in rows(result) if r["set"] == name), key=lambda r: r["severity"])
+    return next((r for r in mine if _number(r.get("drop")) is not None and r["drop"] > tolerance), None)
 
 
 def scope(result: Mapping[str, Any]) -> Dict[str, List[str]]:
     """Where the candidate holds (drop within the tolerance at every severity) and where it does not, in sentences."""
-    tolerance = float(result.get("tolerance") or 0.0)
-    clean = (result.get("clean") or {}).get("macro_f1")
+    tolerance = _number(result.get("tolerance")) or 0.0
+    clean_part = result.get("clean")
+    clean = _number(clean_part.get("macro_f1")) if isinstance(clean_part, dict) else None
     holds: List[str] = []
     breaks: List[str] = []
     for name, row in worst(result).items():

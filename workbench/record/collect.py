@@ -329,6 +329,13 @@ def session_section(info: Dict[str, Any], jobs: List[Dict[str, Any]], files: Ses
     }
 
 
+def _names(found: Any) -> List[str]:
+    """A data job's class names as recorded, else Fashion-MNIST's (a damaged field is not a list of names)."""
+    if isinstance(found, list) and found and all(isinstance(n, str) for n in found):
+        return list(found)
+    return list(CLASS_NAMES)
+
+
 def _common(j: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "jid": j["jid"],
@@ -387,7 +394,7 @@ def data_record(j: Dict[str, Any], files: SessionFiles) -> Dict[str, Any]:
                 (split or {}).get("synthetic") or summary.get("synthetic") or data_cfg.get("source") == "synthetic"
             ),
             "scale": summary.get("scale") or data_cfg.get("scale"),
-            "class_names": list(summary.get("class_names") or summary.get("classes") or CLASS_NAMES),
+            "class_names": _names(summary.get("class_names") or summary.get("classes")),
         }
     )
     return rec

@@ -34,9 +34,10 @@ class ShiftView(LatestJobView):
 
     def failures(self, name: str) -> List[Dict[str, Any]]:
         """The kept failure cases of one set (most confident first)."""
-        for block in self.summary.get("failures") or []:
-            if block.get("set") == name:
-                return list(block.get("cases") or [])
+        blocks = self.summary.get("failures")
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict) and block.get("set") == name and isinstance(block.get("cases"), list):
+                return [c for c in block["cases"] if isinstance(c, dict)]
         return []
 
     def thumbnails(self, name: str) -> Any:
