@@ -25,7 +25,7 @@ _HOW: Dict[str, Tuple[str, str, str]] = {
     "new-distribution": (
         "the candidate on the new-distribution sets (acceptance.max_shift_drop)",
         "ms-workbench run shift",
-        "",
+        "n on the Training screen",
     ),
     "candidate": (
         "a frozen candidate: the checkpoint every check about a model is about",
