@@ -5,7 +5,7 @@ is bound by its input signature (exporting with a [64, 1, 28, 28] example proves
 [1, 1, 28, 28]); load checks run in a new process, because parameters still in memory can hide
 a wrong or stale file; load_param_into_net reports what did not load and does not raise for it.
 
-Every load runs in `jobs.export.load`, started with exec, and is compared with the outputs this
+Every load runs in `jobs.export.loader`, started with exec, and is compared with the outputs this
 job computed in memory on the reference samples. MindSpore Lite, when it imports in the jobs
 interpreter, builds the MindIR on CPU and then on the target, each in its own process.
 

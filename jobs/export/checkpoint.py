@@ -9,7 +9,7 @@ import numpy as np
 
 from jobs.common.checkpoint_files import save_ckpt_atomic
 from jobs.export.common import TOLERANCE, fmt
-from jobs.export.loaders import loader_evidence, loader_problem, not_fresh, run_loader, where
+from jobs.export.fresh_process import loader_evidence, loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun

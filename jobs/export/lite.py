@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from jobs.export.common import DEVICE_CONTEXT_NOTE, TOLERANCE, fmt
-from jobs.export.loaders import loader_problem, run_loader
+from jobs.export.fresh_process import loader_problem, run_loader
 from jobs.export.mindir import MindirExport
 from jobs.export.reference import ReferenceSet
 from jobs.export.state import ExportRun

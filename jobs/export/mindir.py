@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from jobs.export.common import TOLERANCE, fmt, short
-from jobs.export.loaders import loader_evidence, loader_problem, not_fresh, run_loader, where
+from jobs.export.fresh_process import loader_evidence, loader_problem, not_fresh, run_loader, where
 from jobs.export.reference import ReferenceSet
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun

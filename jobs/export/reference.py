@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jobs.export.common import EXPORT_MODE, TOLERANCE, fmt
-from jobs.export.load_report import npy_bytes
+from jobs.export.loader.report import npy_bytes
 from jobs.export.pool import validation_pool
 from jobs.export.source import SourceNet
 from jobs.export.state import ExportRun

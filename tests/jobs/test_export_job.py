@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jobs.export.load_report import batch_rows
-from jobs.export.loaders import not_fresh
+from jobs.export.fresh_process import not_fresh
+from jobs.export.loader.report import batch_rows
 from jobs.export.reference import choose_samples, find_confusion
 from tests.support.cli import PROJECT_ROOT, cli_env, run_cli
 from tests.support.events import assert_events_valid

@@ -52,7 +52,7 @@ def test_export_run_keeps_each_batch_size_once_in_order(tmp_path):
 
 
 def test_loader_problem_names_a_hang_a_silent_death_and_an_unfinished_report():
-    from jobs.export.loaders import loader_problem
+    from jobs.export.fresh_process import loader_problem
 
     base = {"timeout_s": 120.0, "timed_out": False, "returncode": 0, "stderr_tail": "", "report": {"done": True}}
     assert loader_problem(base, "the loader") is None
@@ -88,10 +88,10 @@ def test_summary_files_each_check_under_its_format_and_batch():
 
 
 def test_loader_program_runs_under_its_package_name(tmp_path):
-    """`python -m jobs.export.load` is the argv the export job starts; the lite probe needs no MindSpore."""
+    """`python -m jobs.export.loader` is the argv the export job starts; the lite probe needs no MindSpore."""
     out = tmp_path / "lite-probe.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "jobs.export.load", "lite-probe", "--out", str(out)],
+        [sys.executable, "-m", "jobs.export.loader", "lite-probe", "--out", str(out)],
         cwd=str(tmp_path),
         env=cli_env(),
         capture_output=True,

@@ -1,4 +1,4 @@
-"""The fresh-process loads: start `jobs.export.load` with exec, and judge how the process ended."""
+"""The fresh-process loads: start `jobs.export.loader` with exec, and judge how the process ended."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from workbench.events.protocol import Evidence
 from workbench.system.atomic import read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-LOADER_MODULE = "jobs.export.load"
+LOADER_MODULE = "jobs.export.loader"
 
 
 def run_loader(run: ExportRun, name: str, what: str, args: List[str]) -> Dict[str, Any]:

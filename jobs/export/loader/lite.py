@@ -15,7 +15,7 @@ from typing import Any, List
 import numpy as np
 
 from jobs.common.msdevice import short_error
-from jobs.export.load_report import Report, batch_rows, save_npy
+from jobs.export.loader.report import Report, batch_rows, save_npy
 
 
 def lite_probe(args: argparse.Namespace, report: Report) -> int:

@@ -1,14 +1,14 @@
 """Load an exported artefact in a fresh process and record what it computes.
 
-The export job starts this with exec (subprocess.run([sys.executable, "-m", "jobs.export.load", ...])),
+The export job starts this with exec (subprocess.run([sys.executable, "-m", "jobs.export.loader", ...])),
 never with fork: a process forked after MindSpore ran an op hangs, and a fresh process is
 the point — parameters still in the export job's memory cannot hide a wrong or stale file.
 
 What it loads (first argument):
   ckpt        build the network, load_checkpoint + load_param_into_net, set_train(False), run the inputs
   mindir      mindspore.load + nn.GraphCell, run the inputs at each batch size
-  lite-probe  does mindspore_lite import here? (never in the same process as MindSpore; load_lite.py)
-  lite        mindspore_lite build_from_file on one backend, then predict (load_lite.py)
+  lite-probe  does mindspore_lite import here? (never in the same process as MindSpore; lite.py)
+  lite        mindspore_lite build_from_file on one backend, then predict (loader/lite.py)
 
 It writes one JSON report (atomically; rewritten after every step, so a crash leaves the steps
 done) and the outputs as .npy beside it. It never writes events: the export job owns events.jsonl.
@@ -26,8 +26,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from jobs.common.msdevice import short_error
-from jobs.export.load_lite import lite_probe, load_lite
-from jobs.export.load_report import Report, batch_rows, save_npy, set_device
+from jobs.export.loader.lite import lite_probe, load_lite
+from jobs.export.loader.report import Report, batch_rows, save_npy, set_device
 
 
 def load_ckpt(args: argparse.Namespace, report: Report) -> int:
@@ -159,7 +159,7 @@ MODES = {"ckpt": load_ckpt, "mindir": load_mindir, "lite-probe": lite_probe, "li
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     """The loader's command line."""
-    p = argparse.ArgumentParser(prog="python -m jobs.export.load")
+    p = argparse.ArgumentParser(prog="python -m jobs.export.loader")
     p.add_argument("what", choices=sorted(MODES), help="what to load")
     p.add_argument("--out", required=True, help="report JSON; outputs go beside it")
     p.add_argument("--inputs", help="reference inputs .npy (float32 [N, 1, 28, 28])")
