@@ -99,7 +99,9 @@ async def test_blocked_candidate_shows_the_device_message_and_no_table(tmp_path,
 
 async def test_preset_and_tolerance_go_into_the_started_job(tmp_path):
     store = SessionStore(tmp_path)
-    app = WorkbenchApp(store, None, defaults())
+    config = defaults()
+    config["align"]["weights_from"] = "init"  # a fresh session has no frozen candidate: align on initial weights
+    app = WorkbenchApp(store, None, config)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("4")
         await settled(pilot)
@@ -119,6 +121,7 @@ async def test_preset_and_tolerance_go_into_the_started_job(tmp_path):
         job_dir = store.jobs(app.sid)[0]
         cfg = read_json(job_dir / "config.json")
         assert cfg["align"]["candidate"]["precision"] == "amp-O2" and cfg["align"]["atol"] == 0.001
+        assert cfg["align"]["weights_from"] == "init"
         JobRunner.cancel(job_dir)  # a real job was started: stop it (its whole process group)
         await until(pilot, lambda: job_status(job_dir).done, timeout_s=60)
         assert job_status(job_dir).state == "cancelled"

@@ -32,6 +32,8 @@ def sessions(tmp_path_factory):
 @pytest.mark.parametrize("screen", SCREENS)
 def test_snapshot(snap_compare, sessions, monkeypatch, screen, state, size):
     monkeypatch.setattr("workbench.session.store.time", FrozenClock)
+    # The state's root is the default one, so the printed commands carry no --sessions naming a tmp folder.
+    monkeypatch.setenv("MS_WORKBENCH_SESSIONS", str(sessions[state]))
     app = WorkbenchApp(SessionStore(sessions[state]), SID, state_config())
 
     async def show(pilot):

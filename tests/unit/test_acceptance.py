@@ -401,6 +401,8 @@ def test_nothing_frozen_names_the_freeze_command_and_counts_no_model_evidence(tm
     assert _row(task, "candidate")["level"] == Evidence.NOT_RUN
     spent = _row(task, "test-evaluations")  # the test set was looked at before any model was chosen
     assert spent["level"] == Evidence.FAIL and "another model than the candidate (none frozen)" in spent["detail"]
+    assert "test-evaluations 1 (needs <= 1)" not in task["summary"]  # the count is not why it fails
+    assert "test-evaluations the test set was spent on another model" in task["summary"]
     freeze = next(m for m in task["missing"] if "candidate" in m["what"])
     assert freeze["command"] == "ms-workbench freeze %s --sessions %s" % (session.name, tmp_path)
     assert _layer(acc, "framework")["verdict"] == Evidence.NOT_RUN
@@ -418,6 +420,7 @@ def test_a_refreeze_after_a_test_evaluation_keeps_the_test_set_spent(tmp_path):
     spent = _row(task, "test-evaluations")
     assert spent["level"] == Evidence.FAIL and "spent on another model than the candidate" in spent["detail"]
     assert "test-001 (train-001" in spent["detail"]
+    assert "(needs <= 1)" not in task["summary"] and spent["threshold"] is None
     assert _row(task, "test-macro-f1")["level"] == Evidence.NOT_RUN
     assert "the test set is already spent: test-001" in _row(task, "test-macro-f1")["detail"]
     assert any(o["job"] == "test-001" for o in acc["about_other"])
