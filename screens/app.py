@@ -13,6 +13,7 @@ from textual.screen import Screen
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
 from workbench.config.layers import ConfigError, merge
+from workbench.fold.handoff import FoldedSession
 from workbench.fold.record import SessionModel
 from workbench.fold.tracker import Batch, JobTracker
 from workbench.run.runner import JobRunner, RunnerError, decide_device, device_record
@@ -101,6 +102,7 @@ class WorkbenchApp(App):
         poll_s: float = POLL_S,
         launcher: Optional[Launcher] = None,
         read_only: bool = False,
+        folded: Optional[FoldedSession] = None,
     ):
         self.read_only = read_only  # drawing the record's screenshots: write nothing into the session
         self.store = store
@@ -108,7 +110,10 @@ class WorkbenchApp(App):
         self.tracker: JobTracker = JobTracker(store, sid)
         self.views = build_views(self.tracker.model)
         self.events_ingested = 0
-        self._apply(self.tracker.discover())  # jobs and statuses from their files: no event is read before the paint
+        if folded is not None:  # the record's pictures: the export's fold, no events file read again
+            self._apply(self.tracker.adopt(folded))
+        else:
+            self._apply(self.tracker.discover())  # jobs and statuses from their files: no event read before the paint
         # Textual builds DEFAULT_MODE's screen first: set to where this session opens, that is the only screen
         # built before the first paint (App.__init__ reads it; the class keeps the default of a new session).
         self.DEFAULT_MODE = self.landing_mode()

@@ -1,7 +1,10 @@
 """SVG screenshots of the six screens, rendered headlessly from a session's event files.
 
-Run as `python -m screens.render_svgs ROOT SID OUT_DIR` by `screens.screenshots` (a child process, so
-that a failure here costs the record its pictures, never the record itself). Prints one JSON line.
+Run as `python -m screens.render_svgs ROOT SID OUT_DIR [--folded]` by `screens.screenshots` (a child process,
+so that a failure here costs the record its pictures, never the record itself). Prints one JSON line.
+With --folded the session is not read again: the export's fold (workbench.fold.handoff) comes on stdin,
+after this process has loaded the app, so the imports overlap the export's own reading; OUT_DIR `-`
+means the folder comes first on stdin, on a line of its own.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
+
+from workbench.fold.handoff import FoldedSession
 
 SIZE = (120, 50)  # tall enough for the Training screen's per-class table (10 classes)
 SCREENS = (
@@ -45,8 +50,10 @@ def _caught_up(app: Any, sizes: Dict[str, int]) -> bool:
     return all(job.reader.offset >= sizes[jid] for jid, job in jobs.items())
 
 
-async def shoot(root: Path, sid: str, out_dir: Path, written: List[str], size=SIZE) -> None:
-    """Open the app on the session, let it ingest the event files, save one SVG per screen into `written`."""
+async def shoot(
+    root: Path, sid: str, out_dir: Path, written: List[str], size=SIZE, folded: Optional[FoldedSession] = None
+) -> None:
+    """Open the app on the session (or on its fold), let it catch up, save one SVG per screen into `written`."""
     from screens.app import WorkbenchApp
     from workbench.config.layers import defaults
     from workbench.session.store import SessionStore
@@ -54,9 +61,10 @@ async def shoot(root: Path, sid: str, out_dir: Path, written: List[str], size=SI
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = _event_bytes(root, sid)
-    app = WorkbenchApp(SessionStore(root), sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True)
+    store = SessionStore(root)
+    app = WorkbenchApp(store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=folded)
     async with app.run_test(size=size) as pilot:
-        deadline = time.monotonic() + INGEST_TIMEOUT_S
+        deadline = time.monotonic() + (0.0 if folded is not None else INGEST_TIMEOUT_S)
         last, stable = -1, 0
         while time.monotonic() < deadline:
             await pilot.pause(0.05)
@@ -95,13 +103,31 @@ async def _drawn(pilot: Any, screen: Any) -> None:
     await pilot.pause()
 
 
+def _preload() -> None:
+    """Load the app and every screen's module before the fold arrives (the export is still reading then)."""
+    import screens.app  # noqa: F401
+
+    for name in ("environment", "data", "training", "alignment", "export", "session"):
+        __import__("screens.%s" % name)
+
+
 def main(argv: List[str]) -> int:
-    """Entry point: ROOT SID OUT_DIR; prints {"files": [...], "error": null, "mindspore_imported": bool}."""
-    root, sid, out_dir = Path(argv[0]), argv[1], Path(argv[2])
+    """Entry point: ROOT SID OUT_DIR [--folded]; prints {"files": [...], "error": null, "mindspore_imported": bool}."""
+    args = [a for a in argv if a != "--folded"]
+    root, sid, out = Path(args[0]), args[1], args[2]
     written: List[str] = []
     result: Dict[str, Any] = {"files": written, "error": None}
     try:
-        asyncio.run(shoot(root, sid, out_dir, written))
+        folded = None
+        if "--folded" in argv:
+            _preload()
+            stdin = sys.stdin.buffer
+            if out == "-":
+                out = stdin.readline().decode("utf-8").rstrip("\n")
+            if not out:
+                raise ValueError("no output folder came on stdin (the export stopped before its pictures)")
+            folded = FoldedSession.load(stdin)
+        asyncio.run(shoot(root, sid, Path(out), written, folded=folded))
     except Exception as exc:  # the caller reports it in the record instead of crashing
         result["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "")
     result["mindspore_imported"] = any(m.split(".")[0] == "mindspore" for m in sys.modules)

@@ -182,16 +182,22 @@ class SessionScreen(WorkbenchScreen):
         self._export_phase(0)
         draw = shooter(store.root, sid)
 
-        def screenshots(folder):  # the record calls this between reading the session and packing it
+        def screenshots(folder, folded):  # the record calls this between reading the session and packing it
             self.app.call_from_thread(self._export_phase, 1)
             try:
-                return draw(folder)
+                return draw(folder, folded)
             finally:
                 self.app.call_from_thread(self._export_phase, 2)
 
+        def export() -> Path:
+            try:
+                return export_session(store, sid, None, screenshots=screenshots)
+            finally:
+                draw.close()
+
         # exit_on_error=False: a failing export is shown on this screen and the TUI stays up.
         self.run_worker(
-            lambda: export_session(store, sid, None, screenshots=screenshots),
+            export,
             thread=True,
             name="export-session",
             group="export",

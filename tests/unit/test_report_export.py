@@ -329,7 +329,7 @@ def test_screenshots_that_fail_cost_the_record_its_pictures_only(tmp_path):
     shots = json.loads((out / "report.json").read_text(encoding="utf-8"))["files"]["screenshots"]
     assert shots == {"files": [], "error": "the screen renderer did not finish within 0 s"}
 
-    def no_display(folder):
+    def no_display(folder, folded):
         raise OSError("cannot draw into %s" % folder)
 
     out = export_session(store, SID, None, screenshots=no_display)

@@ -324,7 +324,7 @@ def cmd_export(args) -> int:
             file=sys.stderr,
         )
         return USAGE_ERROR
-    shots = None if args.no_screenshots else shooter(store.root, sid)
+    shots = None if args.no_screenshots else shooter(store.root, sid)  # its child loads the app meanwhile
     try:
         out = export_session(store, sid, Path(args.out) if args.out else None, screenshots=shots)
     except OutsideOwnFolder as exc:
@@ -340,6 +340,9 @@ def cmd_export(args) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        if shots is not None:
+            shots.close()  # a renderer the export never handed its fold to (it stopped before its pictures)
     print(out)
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.events.protocol import EventReader
+from workbench.fold.handoff import FoldedSession
 from workbench.fold.record import JobRecord, SessionModel
 from workbench.session.store import JobStatus, SessionStore, job_status
 from workbench.system.atomic import read_json
@@ -71,13 +72,18 @@ class JobTracker:
         self._known_dirs = 0
         self._scanned_at = 0.0
         self.caught_up = False  # set the first time every job's reader reached the end of its file
+        self.ignored: set = set()  # job folders left out (found after an adopted fold was made)
 
     def _scan(self, batch: Batch) -> None:
         if self.sid is None:
             return
         jobs_dir = self.store.root / self.sid / "jobs"
         try:
-            dirs = [p for p in jobs_dir.iterdir() if p.name not in self.jobs and (p / "job.json").exists()]
+            dirs = [
+                p
+                for p in jobs_dir.iterdir()
+                if p.name not in self.jobs and p.name not in self.ignored and (p / "job.json").exists()
+            ]
         except FileNotFoundError:
             return
         for path in sorted(dirs, key=lambda p: p.stat().st_mtime):
@@ -103,6 +109,34 @@ class JobTracker:
             job.checked_at = now
             job.reader.measure()  # so the backlog is known before a byte of it is read
             batch.changed.append(job)
+        return batch
+
+    def adopt(self, folded: FoldedSession) -> Batch:
+        """Take the session as another process folded it: no events file is read again, no job is followed on.
+
+        Each job folded there is drained where that fold ended, with its record; a job not in the fold
+        (started since) is left out. The batch carries each job's last events, for the views that list lines.
+        """
+        batch = Batch()
+        self._scan(batch)
+        for job in list(batch.new_jobs):
+            record = folded.records.get(job.jid)
+            if record is None:
+                del self.jobs[job.jid]
+                self.model.records.pop(job.jid, None)
+                self.ignored.add(job.jid)
+                batch.new_jobs.remove(job)
+                continue
+            job.record = self.model.add(record)
+            job.status = record.status if record.status is not None else job_status(job.dir)
+            record.status = job.status
+            job.reader.offset = job.reader.measure()
+            job.drained, job.events = True, record.events
+            batch.changed.append(job)
+            tail = folded.tails.get(job.jid)
+            if tail:
+                batch.events.append((job, tail))
+        self.caught_up = True
         return batch
 
     def poll(self, now: Optional[float] = None) -> Batch:

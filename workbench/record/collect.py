@@ -224,11 +224,13 @@ def collect(
     now: Optional[float] = None,
     acceptance: Optional[Dict[str, Any]] = None,
     step_tables: Optional[Dict[str, StepTable]] = None,
+    folds: Optional[Dict[str, JobRecord]] = None,
 ) -> Dict[str, Any]:
     """The whole record of a session as one JSON-ready dict (see the section keys below).
 
     Each job's steps are kept thinned (`jobs[].steps`, with `recorded` and `every`); pass `step_tables`
-    (a dict) to get every job's StepTable, whose spool holds every step for metrics/steps.csv.
+    (a dict) to get every job's StepTable, whose spool holds every step for metrics/steps.csv, and
+    `folds` (a dict) to get every job's record as folded here (the screenshots are drawn from it).
     """
     session_dir = store.session_dir(sid)
     files = files or SessionFiles.snapshot(session_dir)
@@ -252,6 +254,8 @@ def collect(
         model.add(reader.fold)
         if step_tables is not None:
             step_tables[reader.jid] = reader.table
+        if folds is not None:
+            folds[reader.jid] = reader.fold
     jobs.sort(key=lambda j: (j["created"] or 0, j["jid"]))
     report: Dict[str, Any] = {
         "format": FORMAT,

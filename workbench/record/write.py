@@ -11,6 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from workbench.analysis import shift as shift_results
 from workbench.events.files import line_blocks
+from workbench.fold.handoff import TAIL_BYTES, FoldedSession, tail_events
+from workbench.fold.record import JobRecord
 from workbench.fold.steptable import StepTable
 from workbench.masking.scrub import Scrubber, file_kind, scrub_pairs
 from workbench.record import deliverable, lineage, metrics_csv, reproduce
@@ -35,8 +37,9 @@ from workbench.system.atomic import write_bytes, write_json, write_text
 EXPORT_DIR = "export"
 SESSION_MANIFEST = "session.sha256"  # the session's files as packed, relative to the session folder
 
-# Draws the session's screens into the given folder; returns {"files": [names in it], "error": str or None}.
-Screenshooter = Callable[[Path], Dict[str, Any]]
+# Draws the session's screens into the given folder from the export's fold of it (never reading the events
+# files again); returns {"files": [names in it], "error": str or None}.
+Screenshooter = Callable[[Path, FoldedSession], Dict[str, Any]]
 
 
 def _large_text(entry: Entry) -> bool:
@@ -159,12 +162,31 @@ def figures(report: Dict[str, Any], out: Path, files: Optional[SessionFiles] = N
     return {k: v for k, v in made.items() if v}
 
 
-def screenshot_record(shooter: Optional[Screenshooter], out: Path) -> Dict[str, Any]:
+def handoff(files: SessionFiles, folds: Dict[str, JobRecord]) -> FoldedSession:
+    """The export's fold for the screen renderer: every job's record and the last lines of its events.jsonl."""
+    tails = {}
+    for jid in folds:
+        entry = files.get("jobs/%s/events.jsonl" % jid)  # the snapshot's (masked) copy, to the size folded
+        if entry is None:
+            continue
+        size = entry.size
+        start = max(0, size - TAIL_BYTES)
+        if entry.data is not None:
+            end = entry.data[start:]
+        else:
+            with open(str(entry.path), "rb") as fh:
+                fh.seek(start)
+                end = fh.read(size - start)
+        tails[jid] = tail_events(end, cut=start > 0)
+    return FoldedSession(records=dict(folds), tails=tails)
+
+
+def screenshot_record(shooter: Optional[Screenshooter], out: Path, folded: FoldedSession) -> Dict[str, Any]:
     """Ask the UI side's shooter for the screen pictures; its failure is reported in the record, not raised."""
     if shooter is None:
         return {"files": [], "error": "skipped on request"}
     try:
-        result = dict(shooter(out / "screenshots"))
+        result = dict(shooter(out / "screenshots", folded))
     except Exception as exc:  # pictures are optional: the record is written without them
         return {"files": [], "error": "%s: %s" % (type(exc).__name__, exc)}
     result["files"] = ["screenshots/%s" % name for name in result.get("files") or []]
@@ -240,8 +262,8 @@ def export_session(
 ) -> Path:
     """Write the session record to `out_dir` (default sessions/<sid>/export) and return that folder.
 
-    `screenshots` draws the screens into the folder it is given (the UI side makes one:
-    `screens.screenshots.shooter`); without it the record says the pictures were skipped.
+    `screenshots` draws the screens into the folder it is given, from the fold made here (the UI side
+    makes one: `screens.screenshots.shooter`); without it the record says the pictures were skipped.
     Everything, the manifests and the archive included, is written into a staging folder that
     replaces the export folder only when complete: a full disk leaves no record that looks whole.
     """
@@ -253,15 +275,17 @@ def export_session(
     files = SessionFiles.snapshot(session_dir, exclude=(EXPORT_DIR,))
     spill = Path(tempfile.mkdtemp(prefix="ms-workbench-export-"))
     tables: Dict[str, StepTable] = {}
+    folds: Dict[str, JobRecord] = {}
     try:
         scrubber, masked = scrub_session(files, spill)
-        report = collect(store, sid, files, scrubber, step_tables=tables)
+        report = collect(store, sid, files, scrubber, step_tables=tables, folds=folds)
         cand = candidate.current(session_dir)
         commands = {"freeze": store.command("freeze", sid)}
         if cand is not None:
             commands["export"] = store.command("run", "export", "--session", sid, "--set", "export.from=%s" % cand.run)
         report["candidate"] = lineage.lineage(report, cand, len(candidate.history(session_dir)), commands)
-        return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots)
+        folded = handoff(files, folds) if screenshots is not None else FoldedSession()
+        return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded)
     finally:
         for table in tables.values():
             table.close()
@@ -278,6 +302,7 @@ def _write_record(
     tables: Dict[str, StepTable],
     export_dir: Path,
     screenshots: Optional[Screenshooter],
+    folded: FoldedSession,
 ) -> Path:
     """Stage the record's files, swap them in, then write the manifest and the archive."""
     export_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -303,7 +328,7 @@ def _write_record(
             "masked": masked,
         }
         report["files"].update(write_package(report, files, stage))
-        report["files"]["screenshots"] = screenshot_record(screenshots, stage)
+        report["files"]["screenshots"] = screenshot_record(screenshots, stage, folded)
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
         write_text(stage / "report.md", markdown.render(report))

@@ -59,7 +59,8 @@ class SessionView(View):
         """
         row = self._row(job)
         rec = self.model.records.get(job.jid)
-        row.events += len(events)
+        # the fold's count: the same as adding up the batches, also when a batch is only a job's last lines
+        row.events = rec.events if rec is not None else row.events + len(events)
         tail: List[str] = []
         for ev in reversed(events):
             line = format_event(ev, verbose_steps=50, folded=True)  # the fold passes on no damaged line
