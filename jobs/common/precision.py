@@ -24,6 +24,14 @@ def input_dtype(precision: str) -> np.dtype:
     return np.dtype(np.float16) if precision == "fp16" else np.dtype(np.float32)
 
 
+def prepare_inputs(images: np.ndarray, precision: str, scale: float = 1.0) -> np.ndarray:
+    """Images as fed to the network: times train.input_scale (1 = as loaded), in the precision's input dtype."""
+    if scale != 1.0:
+        images = images * np.float32(scale)
+    dtype = input_dtype(precision)
+    return images.astype(dtype) if images.dtype != dtype else images
+
+
 def adam_eps(precision: str) -> float:
     """Adam's eps for this precision (fp16 parameters need a representable eps)."""
     return FP16_ADAM_EPS if precision == "fp16" else DEFAULT_ADAM_EPS

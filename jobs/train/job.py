@@ -13,9 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
-import numpy as np
-
-from jobs.common import datafeed, models, msdevice, precision
+from jobs.common import datafeed, models, msdevice, precision, stepcell
 from jobs.train import cluster_info, cpu_isa, dataparallel
 from jobs.train.loop import TrainLoop
 from workbench.events.protocol import Evidence
@@ -105,30 +103,17 @@ class Trainer:
         )
         if self.par is not None:
             self.shard_info = dataparallel.shard(self.ctx, len(data.train_y), self.par, self.cfg.train.batch_size)
-        dtype = precision.input_dtype(self.cfg.train.precision)
-        if dtype != np.float32:
-            data.train_x = data.train_x.astype(dtype)
-            data.val_x = data.val_x.astype(dtype)
+        t = self.cfg.train
+        data.train_x = precision.prepare_inputs(data.train_x, t.precision, t.input_scale)
+        data.val_x = precision.prepare_inputs(data.val_x, t.precision, t.input_scale)
 
     def build(self) -> None:
-        """Seeded network, precision, loss, optimizer and the one-step training cell."""
-        from mindspore import nn
-
-        t, m = self.cfg.train, self.cfg.model
-        self.ms.set_seed(t.seed)
-        self.net = models.build_net(m.name, m.hidden)
-        self.run_net, self.precision_info = precision.apply_precision(self.net, t.precision)
-        loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-        params = self.run_net.trainable_params()
-        if t.optimizer == "adam":
-            eps = precision.adam_eps(t.precision)
-            opt = nn.Adam(params, learning_rate=t.lr, eps=eps)
-            self.opt_info = {"name": "adam", "lr": t.lr, "eps": eps}
-        else:
-            opt = nn.SGD(params, learning_rate=t.lr, momentum=t.momentum)
-            self.opt_info = {"name": "sgd", "lr": t.lr, "momentum": t.momentum}
-        self.train_step = nn.TrainOneStepCell(precision.with_loss(self.run_net, loss_fn, t.precision), opt)
-        self.train_step.set_train(True)
+        """Seeded network, precision, loss, optimizer and the one-step training cell (jobs/train/stepcell.py)."""
+        m = self.cfg.model
+        parts = stepcell.build_step(self.ms, self.cfg)
+        self.net, self.run_net, self.precision_info = parts.net, parts.run_net, parts.precision_info
+        self.loss_cell, self.opt, self.opt_info = parts.loss_cell, parts.opt, parts.opt_info
+        self.train_step = parts.train_step
         self.ctx.log(
             "network %s (%d parameters), %s, optimizer %s"
             % (m.name, models.count_params(self.net), self.precision_info["how"], self.opt_info)

@@ -15,7 +15,8 @@ import numpy as np
 
 from jobs.common import datafeed, models, msdevice
 from jobs.common.checkpoint_files import save_best
-from jobs.train import dataparallel
+from jobs.train import dataparallel, lastfinite
+from jobs.train import monitor as monitoring
 from jobs.train.profile_window import ProfilePlan
 from jobs.train.repeats import run_repeats
 from jobs.train.resume import load_resume, save_state
@@ -70,6 +71,9 @@ class TrainLoop:
         self.profile = ProfilePlan(self.ctx, t.profile.steps if run.is_rank0 else 0, run.target)
         self.started_at = time.time()  # the fallback start when job.json has no `created`
         self.repeats: Optional[Dict[str, Any]] = None
+        self.last_finite = lastfinite.LastFinite(run)
+        every = t.monitor.every if run.par is None else 0  # data-parallel ranks: not monitored
+        self.monitor = monitoring.Monitor(run, every) if every else None
 
     def train(self) -> Dict[str, Any]:
         """Resume if asked, run the epochs; returns the final perf fields."""
@@ -77,6 +81,12 @@ class TrainLoop:
         if t.resume_from:
             load_resume(self.run, self.state)
         feed = datafeed.make_feed(t.feed, self.run.data.train_x, self.run.data.train_y, t.batch_size)
+        if self.monitor is not None:
+            from mindspore import Tensor
+
+            self.monitor.precompile(
+                Tensor(self.run.data.train_x[: t.batch_size]), Tensor(self.run.data.train_y[: t.batch_size])
+            )
         pipe = EventPipe(self.ctx)
         try:
             for epoch in range(self.state.epoch, self.plan.epochs + 1):
@@ -99,6 +109,7 @@ class TrainLoop:
         t_epoch = time.perf_counter()
         self.run.train_step.set_train(True)
         first = st.step_in_epoch
+        self.last_finite.snapshot(st.epoch, first, st.global_step, order)
         batches = feed.batches(order, first, plan.steps) if first < plan.steps else iter(())
         last_progress = 0.0
         for step in range(first, plan.steps):
@@ -114,6 +125,7 @@ class TrainLoop:
                     phase="train epoch %d/%d" % (st.epoch, plan.epochs),
                 )
             if ctx.cancel_requested:
+                self.flush_monitor(pipe)
                 pipe.drain()
                 if self.run.is_rank0:
                     save_state(self.run, st, st.epoch, step + 1, st.rng_epoch_start, st.losses, st.sizes)
@@ -122,6 +134,7 @@ class TrainLoop:
                     "state saved for train.resume_from" % (st.epoch, step + 1, st.global_step)
                 )
         st.step_in_epoch = 0
+        self.flush_monitor(pipe)
         pipe.drain()
         self.profile.close_at_epoch_end()
         train_s = time.perf_counter() - t_epoch
@@ -143,11 +156,15 @@ class TrainLoop:
         profiling = profile.is_open
         if profiling:
             profile.window.step_begin()
+        mon = self.monitor
+        sampled = mon is not None and mon.due(st.global_step + 1)
         t0 = time.perf_counter()
         xb, yb, size = next(batches)
-        loss = self.run.train_step(xb, yb)
+        loss = mon.step(xb, yb) if sampled else self.run.train_step(xb, yb)  # type: ignore[union-attr]
         loss_value = float(loss.asnumpy())
+        rows = mon.fetch() if sampled else None  # type: ignore[union-attr]
         step_ms = (time.perf_counter() - t0) * 1000.0
+        self.last_finite.note(loss_value)
         phase = log.phase_of_next(size)
         if profiling and phase != "recompile":
             phase = "profiled"
@@ -158,17 +175,34 @@ class TrainLoop:
         if profiling and profile.window.step_end(step_ms, st.global_step):
             profile.window.close()  # the profiler's own work, after the step's time was taken
         pipe.step(st.epoch, step + 1, st.global_step, loss_value, step_ms, size, phase)
+        if rows is not None:
+            mon.record(pipe, rows, st.epoch, st.global_step)  # type: ignore[union-attr]
         if not math.isfinite(loss_value):
+            self.flush_monitor(pipe)
             pipe.drain()
             self.fail_non_finite(loss_value, step)
+        if rows is not None and monitoring.nonfinite_grads(rows):
+            self.flush_monitor(pipe)
+            pipe.drain()
+            self.fail_non_finite(loss_value, step, "a gradient")
         st.losses.append(loss_value)
         st.sizes.append(size)
         st.losses_seen += 1
 
-    def fail_non_finite(self, loss_value: float, step: int) -> None:
-        """The `finite-loss` check fails and the job stops (the last finished epoch's state is kept)."""
+    def flush_monitor(self, pipe: EventPipe) -> None:
+        """Queue the monitor's pending samples (before a drain, so they keep their place in the events)."""
+        if self.monitor is not None:
+            self.monitor.flush(pipe)
+
+    def fail_non_finite(self, loss_value: float, step: int, what: str = "") -> None:
+        """The `finite-loss` check fails, the failing step is located and replayed, and the job stops."""
         st, t = self.state, self.train_cfg
-        detail = "loss is %s at epoch %d step %d (global step %d)" % (loss_value, st.epoch, step + 1, st.global_step)
+        where = "at epoch %d step %d (global step %d)" % (st.epoch, step + 1, st.global_step)
+        if what:
+            detail = "%s held a non-finite value %s (the loss was %s)" % (what, where, loss_value)
+        else:
+            detail = "loss is %s %s" % (loss_value, where)
+        origin = self.locate_origin(step)
         self.ctx.check(
             "finite-loss",
             "finite loss",
@@ -184,7 +218,38 @@ class TrainLoop:
             },
             hint=FINITE_HINT + "; the state of the last finished epoch is kept",
         )
-        raise JobFailed("non-finite " + detail, hint=FINITE_HINT, type_="NonFiniteLoss")
+        raise JobFailed(
+            ("" if what else "non-finite ") + detail + ("; first non-finite value: " + origin if origin else ""),
+            hint=FINITE_HINT,
+            type_="NonFiniteLoss",
+        )
+
+    def locate_origin(self, step: int) -> Optional[str]:
+        """Find the step that broke from the epoch-start copy, keep its case, replay it in a fresh process."""
+        ctx, keeper = self.ctx, self.last_finite
+        if not keeper.enabled or keeper.start is None:
+            ctx.check(
+                "overflow-origin",
+                "first non-finite value",
+                Evidence.NOT_RUN,
+                "not localised in a data-parallel run",
+                hint="train single-process to localise it",
+            )
+            return None
+        ctx.progress(self.state.global_step, self.plan.total_steps, "step", "locating the first non-finite value")
+        located = keeper.locate(step)
+        if not located["found"]:
+            ctx.check(
+                "overflow-origin",
+                "first non-finite value",
+                Evidence.BLOCKED,
+                "re-running the epoch's %d steps from its start in this process gave no non-finite value "
+                "(losses identical to the run's: %s)" % (located["replayed"], located["losses_identical"]),
+                evidence=located,
+            )
+            return None
+        finding = lastfinite.replay_in_fresh_process(ctx, located["case"])
+        return lastfinite.emit_check(ctx, finding, dict(self.ctx.device), located)
 
     def end_epoch(self, t_epoch: float, train_s: float) -> None:
         """Rank 0 after an epoch: validate, keep the best checkpoint, emit `epoch` and `perf`, save the state."""
@@ -244,6 +309,8 @@ class TrainLoop:
         ctx.progress(st.global_step, self.plan.total_steps, "step", "done")
         self.sampling.finish(self.log)
         self.profile.finish(self.log)
+        if self.monitor is not None:
+            self.monitor.check(ctx)
         ctx.check(
             "finite-loss",
             "finite loss",

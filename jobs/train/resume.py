@@ -19,6 +19,7 @@ STATE_META = "state.json"
 RESUME_KEYS = (
     "model.name",
     "model.hidden",
+    "model.hidden_gain",
     "train.batch_size",
     "train.optimizer",
     "train.lr",
@@ -29,6 +30,7 @@ RESUME_KEYS = (
     "train.train_limit",
     "train.val_limit",
     "train.parallel.workers",
+    "train.input_scale",
 )
 
 

@@ -128,6 +128,25 @@ TEMPLATES = {
         "npu": 0,
         "chip": 0,
     },
+    "monitor": {
+        "names": ["1.weight"],
+        "every": 10,
+        "global_step": [10],
+        "epoch": [1],
+        "weight_norm": [[1.0]],
+        "grad_norm": [[0.1]],
+        "update_ratio": [[0.01]],
+        "nonfinite": [[0.0]],
+    },
+    "loss_scale": {
+        "epoch": 1,
+        "step": 3,
+        "global_step": 3,
+        "scale": 65536.0,
+        "overflow": True,
+        "next_scale": 32768.0,
+        "skipped": 1,
+    },
 }
 assert set(TEMPLATES) == set(REQUIRED)
 # Every field the table types, every nested field a reader opens, and the envelope.

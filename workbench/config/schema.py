@@ -198,6 +198,15 @@ SCHEMA: Dict[str, Any] = {
     "model": {
         "name": _f("mlp", str, choices=("mlp", "cnn")),
         "hidden": _f(128, int, min=1, max=65536),
+        "hidden_gain": _f(
+            1.0,
+            float,
+            int,
+            min=1e-30,
+            doc="train and numerics only, mlp only: a parameter-free x gain after the first Dense and x 1/gain "
+            "after its ReLU; the same function and training, hidden activations gain times larger (1e5 makes an "
+            "fp16 run overflow there by construction)",
+        ),
     },
     "train": {
         "mode": _f("graph", str, choices=("graph", "pynative")),
@@ -220,6 +229,24 @@ SCHEMA: Dict[str, Any] = {
         "train_limit": _f(0, int, min=0, doc="0 = whole split; else first N train samples"),
         "val_limit": _f(0, int, min=0),
         "resume_from": _job_ref("train.resume_from"),
+        "input_scale": _f(
+            1.0,
+            float,
+            int,
+            min=0.0,
+            doc="the images are multiplied by this before training (1 = pixel / 255 as loaded); a large value "
+            "pushes an fp16 activation out of range on purpose (the numerics replay's recipe)",
+        ),
+        "monitor": {
+            "every": _f(
+                0,
+                int,
+                min=0,
+                max=100000,
+                doc="0 = off; N: every N-th step also returns per-parameter weight, gradient and update norms "
+                "and non-finite gradient counts (computed in the compiled step; `monitor` events)",
+            ),
+        },
         "profile": {"steps": _f(0, int, min=0, max=1000)},
         "parallel": {
             "workers": _f(1, int, min=1, max=1024),
@@ -281,6 +308,16 @@ SCHEMA: Dict[str, Any] = {
         ),
     },
     "test": {"from": _job_ref("test.from", CANDIDATE_DOC)},
+    "numerics": {  # replay one training step in PyNative and name the first cell out of range (jobs/numerics)
+        "from": _job_ref("numerics.from", "a train job; required"),
+        "step": _f(
+            None,
+            int,
+            nullable=True,
+            min=1,
+            doc="global step to replay; null = the step the run failed at (its saved failing case)",
+        ),
+    },
     "shift": {  # new-distribution sets for the frozen candidate (jobs/shift)
         "from": _f(
             None,

@@ -162,6 +162,25 @@ FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
         "status": need(one_of(*FINISHED_STATUSES)),
         "error": need(opt(obj(type=opt(STR), message=opt(STR), hint=opt(STR)))),
     },
+    "monitor": {  # consecutive samples of the training-state monitor, one value per parameter of `names`
+        "names": need(list_of(STR)),
+        "every": opt(INT),
+        "global_step": need(list_of(INT)),
+        "epoch": opt(list_of(INT)),
+        "weight_norm": need(list_of(NUMS)),
+        "grad_norm": need(list_of(NUMS)),
+        "update_ratio": need(list_of(NUMS)),  # |w_after - w_before| / |w_after|
+        "nonfinite": need(list_of(NUMS)),  # share of the gradient's values that are NaN or Inf
+    },
+    "loss_scale": {  # the dynamic loss scale at a step where it changed or the step was skipped for an overflow
+        "epoch": opt(INT),
+        "step": opt(INT),
+        "global_step": need(INT),
+        "scale": need(NUM),  # the scale the step ran with
+        "overflow": need(BOOL),  # the scaled gradients overflowed: the update was skipped
+        "next_scale": opt(NUM),
+        "skipped": opt(INT),  # overflow skips so far in this job
+    },
     "device": {
         "ai_core_pct": opt(NUM),
         "mem_used_mb": opt(NUM),

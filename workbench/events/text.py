@@ -85,6 +85,16 @@ def format_event(ev: Dict[str, Any], verbose_steps: int = 0, folded: bool = Fals
             watts,
             ev.get("health"),
         )
+    if kind == "monitor":
+        return None  # sampled every few steps: the Training screen and the train-state check say what they show
+    if kind == "loss_scale":
+        return "%sloss scale %s at global step %s%s (%s skipped so far)" % (
+            rank,
+            _num(ev.get("scale")),
+            ev.get("global_step"),
+            ": overflow, update skipped, next %s" % _num(ev.get("next_scale")) if ev.get("overflow") else "",
+            ev.get("skipped"),
+        )
     if kind == "epoch":
         val = ev.get("val") or {}
         return "%sepoch %s: train loss %s, val acc %s, macro-F1 %s, %s s%s" % (

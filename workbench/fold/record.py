@@ -11,6 +11,7 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any, Callable, Deque, Dict, Iterable, List, Optional
 
+from workbench.analysis.trainstate import TrainState
 from workbench.events.protocol import (
     KNOWN_TYPES,
     Evidence,
@@ -32,6 +33,7 @@ LOG_LINES = 50  # recent log events of any level
 NOTABLE_LOGS = 200  # warnings and errors kept
 DEVICE_SAMPLES = 120  # recent telemetry samples, for the live panel
 DEVICE_HISTORY = 1000  # telemetry over the whole run, thinned to every k-th sample, for the record
+LOSS_SCALE_KEPT = 5000  # loss-scale changes and overflow skips kept (one event each)
 DAMAGE_KEPT = 100  # damaged lines listed (all are counted)
 SEQ_PROBLEMS_KEPT = 100
 UNKNOWN_SAMPLES = 3  # lines kept per unknown event type
@@ -104,6 +106,8 @@ class JobRecord:
         self.notable_logs: Deque[Dict[str, Any]] = deque(maxlen=NOTABLE_LOGS)
         self.device_samples: Deque[Dict[str, Any]] = deque(maxlen=DEVICE_SAMPLES)
         self.device_history = ThinnedHistory(DEVICE_HISTORY)
+        self.train_state = TrainState()  # the main rank's `monitor` samples, folded with their flags
+        self.loss_scale: List[Dict[str, Any]] = []  # the main rank's `loss_scale` events (changes and skips)
         self.unknown: List[Dict[str, Any]] = []
         self.damaged: List[Dict[str, Any]] = []  # {file, line, what, problem}: what = merged, not JSON, wrong type
         self.damaged_count = 0
@@ -309,6 +313,14 @@ class JobRecord:
         if ev.get("error") and self.error is None:
             self.error = ev.get("error")
 
+    def _monitor(self, ev: Dict[str, Any]) -> None:
+        if is_main(ev):
+            self.train_state.add_event(ev)
+
+    def _loss_scale(self, ev: Dict[str, Any]) -> None:
+        if is_main(ev) and len(self.loss_scale) < LOSS_SCALE_KEPT:
+            self.loss_scale.append(ev)
+
     def _device(self, ev: Dict[str, Any]) -> None:
         self.device_samples.append(ev)
         self.device_history.append(ev)
@@ -383,6 +395,8 @@ _HANDLERS = {
     "result": JobRecord._result,
     "finished": JobRecord._finished,
     "device": JobRecord._device,
+    "monitor": JobRecord._monitor,
+    "loss_scale": JobRecord._loss_scale,
 }
 
 

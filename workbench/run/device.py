@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from workbench.ascend import npusmi, visible
 from workbench.events.protocol import Evidence
 
-DEVICE_JOBS = ("env", "train", "align", "export", "test", "overfit", "resume", "precision", "shift")
+DEVICE_JOBS = ("env", "train", "align", "export", "test", "overfit", "resume", "precision", "shift", "numerics")
 DETECT_TIMEOUT_S = 10.0
 _NODE_RE = re.compile(r"^davinci\d+$")  # davinci_manager is a control node, not a device
 

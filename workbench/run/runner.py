@@ -25,7 +25,20 @@ from workbench.system.atomic import read_json, write_json, write_text
 from workbench.system.childproc import group_alive, pid_running, stop_group
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-JOB_KINDS = ("env", "data", "train", "test", "align", "export", "overfit", "resume", "precision", "drill", "shift")
+JOB_KINDS = (
+    "env",
+    "data",
+    "train",
+    "test",
+    "align",
+    "export",
+    "overfit",
+    "resume",
+    "precision",
+    "drill",
+    "shift",
+    "numerics",
+)
 ALIGN_PATHS = ("reference", "candidate")
 LOCK_DIR_ENV = "MS_WORKBENCH_LOCK_DIR"
 # The key naming the weights a job looks at; unset, the runner puts the session's candidate there.

@@ -15,7 +15,7 @@ JID_PATTERN = re.compile(r"^[a-z]+-[0-9]{3,6}$")  # <kind>-NNN
 SID_FORM = "YYYYMMDD-HHMMSS-xxxx"
 JID_FORM = "<kind>-NNN like train-001"
 # The config keys that name another job (by id, <session>/<job id>, or an absolute path).
-JOB_REF_KEYS = ("data.from", "train.resume_from", "test.from", "align.weights_from", "export.from")
+JOB_REF_KEYS = ("data.from", "train.resume_from", "test.from", "align.weights_from", "export.from", "numerics.from")
 # Of those, the ones documented to take a checkpoint file too; and data.from a folder holding split.json.
 CKPT_FILE_KEYS = ("export.from", "align.weights_from")
 # Of those, the ones that take `init`: initial weights chosen explicitly (never counted for acceptance).

@@ -1,0 +1,162 @@
+"""The training step of a run, built from its config: network, precision, loss, optimizer, the one-step cell.
+
+The train job and the numerics replay build it with the same function, so a replay runs the same
+numbers. With train.monitor.every a second cell shares the network and optimizer and also returns,
+per parameter, the squared norms of the weight, the gradient and the update and the count of
+non-finite gradient values: computed inside the compiled step, not by a second pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+
+from jobs.common import models, precision
+from workbench.jobkit.context import JobFailed
+
+# One row per trainable parameter: these columns, as the monitored cell returns them.
+MONITOR_COLUMNS = ("weight_sq", "grad_sq", "update_sq", "grad_nonfinite")
+
+
+class StepParts:
+    """What build_step made: the network (parameters), the network run, the loss cell, optimizer, step cell."""
+
+    def __init__(self, **parts: Any):
+        self.net = parts["net"]
+        self.run_net = parts["run_net"]
+        self.precision_info: Dict[str, Any] = parts["precision_info"]
+        self.loss_cell = parts["loss_cell"]
+        self.opt = parts["opt"]
+        self.opt_info: Dict[str, Any] = parts["opt_info"]
+        self.train_step = parts["train_step"]
+
+
+def build_step(ms: Any, cfg: Any) -> StepParts:
+    """Seeded network, precision, loss, optimizer and the one-step training cell of `cfg`."""
+    from mindspore import nn
+
+    t, m = cfg.train, cfg.model
+    ms.set_seed(t.seed)
+    net = models.build_net(m.name, m.hidden)
+    if m.hidden_gain != 1.0:
+        net = with_hidden_gain(net, m.name, m.hidden_gain, t.precision)
+    run_net, precision_info = precision.apply_precision(net, t.precision)
+    for _, cell in run_net.cells_and_names():
+        if type(cell).__name__ == "Gain":
+            cell.to_float(ms.float32)  # after the network's: the product itself is taken in float32
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    params = run_net.trainable_params()
+    if t.optimizer == "adam":
+        eps = precision.adam_eps(t.precision)
+        opt = nn.Adam(params, learning_rate=t.lr, eps=eps)
+        opt_info = {"name": "adam", "lr": t.lr, "eps": eps}
+    else:
+        opt = nn.SGD(params, learning_rate=t.lr, momentum=t.momentum)
+        opt_info = {"name": "sgd", "lr": t.lr, "momentum": t.momentum}
+    loss_cell = precision.with_loss(run_net, loss_fn, t.precision)
+    train_step = nn.TrainOneStepCell(loss_cell, opt)
+    train_step.set_train(True)
+    return StepParts(
+        net=net,
+        run_net=run_net,
+        precision_info=precision_info,
+        loss_cell=loss_cell,
+        opt=opt,
+        opt_info=opt_info,
+        train_step=train_step,
+    )
+
+
+def with_hidden_gain(net: Any, name: str, gain: float, precision_name: str) -> Any:
+    """The mlp with a parameter-free x gain after its first Dense and x 1/gain after its ReLU (model.hidden_gain).
+
+    ReLU is positively homogeneous, so the function, its gradients and its training are those of the
+    plain mlp up to rounding; only the hidden activations are `gain` times larger, which makes an fp16
+    run overflow at the first Gain cell by construction when gain x the Dense output passes 65504.
+    """
+    from mindspore import nn
+
+    if name != "mlp":
+        raise JobFailed(
+            "model.hidden_gain is %r but model.name is %r: only the mlp takes a hidden gain" % (gain, name),
+            hint="set model.hidden_gain=1 or model.name=mlp",
+            type_="ConfigError",
+        )
+    cells = list(net.cells())
+    gain_cls = _gain_class()
+    fp16 = precision_name == "fp16"
+    return nn.SequentialCell(cells[0], cells[1], gain_cls(gain, fp16), cells[2], gain_cls(1.0 / gain, fp16), cells[3])
+
+
+def _gain_class():
+    """Defined lazily so importing this module does not import MindSpore."""
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    class Gain(nn.Cell):
+        """x * gain taken in float32, returned in the network's activation dtype (an fp16 result past 65504 is inf)."""
+
+        def __init__(self, gain, fp16):
+            super().__init__()
+            self.gain = float(gain)
+            self.out_dtype = ms.float16 if fp16 else ms.float32
+
+        def construct(self, x):
+            return ops.cast(ops.cast(x, ms.float32) * self.gain, self.out_dtype)
+
+    return Gain
+
+
+def monitored_step(loss_cell: Any, opt: Any) -> Any:
+    """A step cell sharing `loss_cell` and `opt` that returns (loss, [P, 4] float32 MONITOR_COLUMNS)."""
+    return _monitored_class()(loss_cell, opt)
+
+
+def _monitored_class():
+    """Defined lazily so importing this module does not import MindSpore."""
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    def sq(x):
+        x = ops.cast(x, ms.float32)
+        return ops.reduce_sum(ops.square(x))
+
+    def nonfinite(x):
+        # x * 0 is NaN exactly where x is NaN or +-Inf: one compare instead of isinf + isnan.
+        return ops.reduce_sum(ops.cast(ops.isnan(ops.cast(x, ms.float32) * 0.0), ms.float32))
+
+    class MonitoredStep(nn.Cell):
+        """TrainOneStepCell's step plus per-parameter norms of weight, gradient and update."""
+
+        def __init__(self, network, optimizer):
+            super().__init__(auto_prefix=False)
+            self.network = network
+            self.optimizer = optimizer
+            self.weights = optimizer.parameters
+            self.grad = ops.GradOperation(get_by_list=True)
+
+        def construct(self, x, label):
+            loss = self.network(x, label)
+            grads = self.grad(self.network, self.weights)(x, label)
+            before: tuple = ()
+            for w in self.weights:
+                before += (w * 1,)  # read before the update (the side-effect order keeps it there)
+            loss = ops.depend(loss, self.optimizer(grads))
+            rows: tuple = ()
+            for i in range(len(self.weights)):
+                w = self.weights[i]
+                rows += (ops.stack([sq(w), sq(grads[i]), sq(w - before[i]), nonfinite(grads[i])]),)
+            return loss, ops.stack(rows)
+
+    return MonitoredStep
+
+
+def param_names(opt: Any) -> list:
+    """The names of the optimizer's parameters, in the monitored cell's row order."""
+    return [p.name for p in opt.parameters]
+
+
+def param_sizes(opt: Any) -> list:
+    """Element counts of the optimizer's parameters, in row order."""
+    return [int(np.prod(p.shape)) if len(p.shape) else 1 for p in opt.parameters]

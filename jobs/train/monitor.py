@@ -1,0 +1,138 @@
+"""The training-state monitor in the train job: every N-th step runs the monitored cell, its rows go out as `monitor` events.
+
+The monitored cell (jobs/common/stepcell.py) shares the network and optimizer with the plain step
+cell, so a sampled step is a training step like the others, plus per-parameter squared norms and
+non-finite counts fetched with the loss. Samples are batched into one event about every second.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, List
+
+import numpy as np
+
+from jobs.common import stepcell
+from workbench.analysis import trainstate
+from workbench.events.protocol import Evidence
+
+FLUSH_EVERY_S = 1.0
+FLUSH_SAMPLES = 50
+
+
+def rows_of(stats: np.ndarray, sizes: List[int]) -> Dict[str, List[float]]:
+    """The cell's [P, 4] squared norms and counts -> per-parameter weight norm, gradient norm, update ratio, share."""
+    stats = np.asarray(stats, dtype=np.float64)
+    w, g, d = np.sqrt(stats[:, 0]), np.sqrt(stats[:, 1]), np.sqrt(stats[:, 2])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(w > 0, d / w, np.where(d > 0, np.inf, 0.0))
+    share = stats[:, 3] / np.asarray(sizes, dtype=np.float64)
+    return {
+        "weight_norm": _short(w),
+        "grad_norm": _short(g),
+        "update_ratio": _short(ratio),
+        "nonfinite": _short(share),
+    }
+
+
+def _short(values: np.ndarray) -> List[float]:
+    """Five significant digits (the event stays small; a flag rule never hinges on the sixth)."""
+    return [float("%.5g" % v) for v in values.tolist()]
+
+
+class Monitor:
+    """Decides which steps are sampled, runs them, batches their rows, folds the flags for the end-of-run check."""
+
+    def __init__(self, run: Any, every: int):
+        self.run, self.every = run, int(every)
+        self.cell = stepcell.monitored_step(run.loss_cell, run.opt)
+        self.cell.set_train(True)
+        self.names = stepcell.param_names(run.opt)
+        self.sizes = stepcell.param_sizes(run.opt)
+        self.state = trainstate.TrainState()
+        self.pending: Dict[str, List[Any]] = self._empty()
+        self.flushed_at = time.monotonic()
+        self.stats: Any = None
+
+    def _empty(self) -> Dict[str, List[Any]]:
+        return {"global_step": [], "epoch": [], **{f: [] for f in trainstate.FIELDS}}
+
+    def precompile(self, x: Any, y: Any) -> None:
+        """Compile the monitored graph before the first step (Cell.compile where it exists), so no step pays it."""
+        if hasattr(self.cell, "compile"):
+            self.cell.compile(x, y)
+
+    def due(self, global_step: int) -> bool:
+        """True when global step `global_step` (1-based) is sampled."""
+        return global_step % self.every == 0
+
+    def step(self, x: Any, y: Any) -> Any:
+        """Run one monitored training step; the loss tensor (the rows are fetched by `record`)."""
+        loss, self.stats = self.cell(x, y)
+        return loss
+
+    def fetch(self) -> Dict[str, List[float]]:
+        """The sampled step's rows, fetched with asnumpy()."""
+        return rows_of(self.stats.asnumpy(), self.sizes)
+
+    def record(self, pipe: Any, rows: Dict[str, List[float]], epoch: int, global_step: int) -> List[Dict[str, Any]]:
+        """Queue one sample and fold its flags; returns the flags raised for the first time."""
+        self.pending["global_step"].append(global_step)
+        self.pending["epoch"].append(epoch)
+        for field in trainstate.FIELDS:
+            self.pending[field].append(rows[field])
+        sample = {
+            "global_step": global_step,
+            "epoch": epoch,
+            "rows": {n: {f: rows[f][i] for f in trainstate.FIELDS} for i, n in enumerate(self.names)},
+        }
+        raised = self.state.add(sample)
+        now = time.monotonic()
+        if raised or now - self.flushed_at >= FLUSH_EVERY_S or len(self.pending["global_step"]) >= FLUSH_SAMPLES:
+            self.flush(pipe)
+        return raised
+
+    def flush(self, pipe: Any) -> None:
+        """Queue the batched samples as one `monitor` event."""
+        if not self.pending["global_step"]:
+            return
+        pipe.put("monitor", names=self.names, every=self.every, **self.pending)
+        self.pending = self._empty()
+        self.flushed_at = time.monotonic()
+
+    def check(self, ctx: Any) -> None:
+        """The `train-state` check: the flags raised over the run, each with its rule, or none in N samples."""
+        st = self.state
+        evidence = {
+            "samples": st.count,
+            "every": self.every,
+            "flags": st.flags,
+            "flag_samples": st.flag_counts,
+            "rules": trainstate.RULES,
+            "ratio_rule": trainstate.RATIO_RULE,
+            "params": self.names,
+        }
+        if not st.count:
+            ctx.check("train-state", "training state", Evidence.NOT_RUN, "no step was sampled", evidence=evidence)
+            return
+        if not st.flags:
+            detail = "no flag in %d samples (every %d steps) of %d parameters" % (st.count, self.every, len(self.names))
+            ctx.check("train-state", "training state", Evidence.PASS, detail, evidence=evidence)
+            return
+        first = sorted(st.flags, key=lambda f: f["global_step"])[:3]
+        detail = "; ".join(trainstate.describe(f) for f in first)
+        more = len(st.flags) - len(first)
+        ctx.check(
+            "train-state",
+            "training state",
+            Evidence.FAIL,
+            detail + ("; %d more" % more if more > 0 else ""),
+            evidence=evidence,
+            hint="see the Training screen's layer table; lower train.lr for exploding gradients",
+        )
+
+
+def nonfinite_grads(rows: Dict[str, List[float]]) -> bool:
+    """True when any parameter's gradient held a NaN or Inf."""
+    return any((v is not None and (not math.isfinite(v) or v > 0)) for v in rows["nonfinite"])
