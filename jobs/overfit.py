@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
+from jobs.common import stepcell
 from jobs.train.job import Trainer
 from jobs.train.timing import EventPipe
 from workbench.events.protocol import Evidence
@@ -45,7 +46,7 @@ def overfit(ctx: JobContext, trainer: Trainer) -> Dict[str, Any]:
     t_start = time.perf_counter()
     for step in range(o.steps):
         t0 = time.perf_counter()
-        loss = float(trainer.train_step(xb, yb).asnumpy())
+        loss = float(stepcell.loss_of(trainer.train_step(xb, yb)).asnumpy())
         step_ms = (time.perf_counter() - t0) * 1000.0
         losses.append(loss)
         pipe.put(

@@ -19,13 +19,45 @@ from workbench.jobkit.context import JobContext, JobFailed, run
 
 CHECK_ID = "precision-run"
 CHECK_TITLE = "candidate-precision training run against fp32"
-# The train job's TrainOneStepCell has no loss-scale manager: no precision it runs scales the loss.
-LOSS_SCALE = {
-    "used": False,
-    "events": [],
-    "why": "the train job steps with nn.TrainOneStepCell without a loss-scale manager: the loss is never "
-    "scaled, so there are no scale updates or overflow skips to record",
-}
+
+
+def loss_scale_facts(leg: legs.Leg) -> Dict[str, Any]:
+    """What the candidate leg's loss scale did: its `loss_scale` events (the curve and every overflow skip)."""
+    events = [e for e in leg.events if e["type"] == "loss_scale"]
+    if not events:
+        return {
+            "used": False,
+            "events": [],
+            "why": "train.loss_scale is none: the train step (nn.TrainOneStepCell) never scales the loss, so there "
+            "are no scale updates or overflow skips to record",
+        }
+    curve = [[e["global_step"], e["scale"]] for e in events]
+    last = events[-1]
+    if last.get("next_scale") is not None:
+        curve.append([last["global_step"], last["next_scale"]])
+    skips = [e["global_step"] for e in events if e.get("overflow")]
+    return {
+        "used": True,
+        "events": len(events),
+        "skipped_steps": len(skips),
+        "skipped_at": skips[:200],
+        "first_scale": events[0]["scale"],
+        "final_scale": last.get("next_scale", last["scale"]),
+        "curve": curve[:500],
+        "rule": "one loss_scale event at the first step, at each overflow skip and at each change of the scale",
+    }
+
+
+def loss_scale_words(facts: Dict[str, Any], steps: int) -> str:
+    """'dynamic loss scale 1.68e+07 -> 2.62e+05, 6 of 29 steps skipped for overflow' or 'no loss scaling'."""
+    if not facts["used"]:
+        return "no loss scaling in the train step"
+    return "dynamic loss scale %.3g -> %.3g, %d of %d steps skipped for overflow" % (
+        facts["first_scale"],
+        facts["final_scale"],
+        facts["skipped_steps"],
+        steps,
+    )
 
 
 def leg_facts(leg: legs.Leg) -> Dict[str, Any]:
@@ -58,7 +90,7 @@ def judge(fp32: legs.Leg, cand: legs.Leg, candidate: str, tol: float) -> Tuple[s
         "max_macro_f1_delta": tol,
         "fp32": a,
         "candidate_leg": b,
-        "loss_scale": LOSS_SCALE,
+        "loss_scale": loss_scale_facts(cand),
         "rule": "last epoch's validation metrics; same split, seed and budget",
     }
     if fp32.status != "ok":
@@ -90,7 +122,7 @@ def judge(fp32: legs.Leg, cand: legs.Leg, candidate: str, tol: float) -> Tuple[s
     finite = b["finite_loss"] == Evidence.PASS and a["finite_loss"] == Evidence.PASS
     detail = (
         "%s vs fp32 after %d epochs: val macro-F1 %.4f vs %.4f (Δ %+.4f, tolerance %.4f); worst recall Δ %+.4f "
-        "(%s); %d finite step losses each; no loss scaling in the train step"
+        "(%s); %d finite step losses each; %s"
         % (
             candidate,
             a["epoch"],
@@ -101,6 +133,7 @@ def judge(fp32: legs.Leg, cand: legs.Leg, candidate: str, tol: float) -> Tuple[s
             recall_delta[worst],
             a["class_names"][worst],
             b["steps"],
+            loss_scale_words(evidence["loss_scale"], b["steps"]),
         )
     )
     if not finite:
@@ -130,7 +163,7 @@ def main(ctx: JobContext) -> str:
         legs=["fp32", p.candidate],
     )
     ctx.progress(0, 2, "leg", "fp32 twin")
-    fp32 = legs.run_leg(ctx, "fp32", dict(common, **{"train.precision": "fp32"}))
+    fp32 = legs.run_leg(ctx, "fp32", dict(common, **{"train.precision": "fp32", "train.loss_scale": "none"}))
     ctx.progress(1, 2, "leg", p.candidate)
     cand = legs.run_leg(ctx, p.candidate, dict(common, **{"train.precision": p.candidate}))
     ctx.progress(2, 2, "leg", "compare")

@@ -19,6 +19,7 @@ from screens.training_panels import (
     EPOCH_ROWS,
     epochs_summary,
     epochs_table,
+    layers_panel,
     loss_label,
     matrix_epoch,
     matrix_label,
@@ -45,7 +46,7 @@ __all__ = ["TrainingScreen", "epochs_table", "rank_rows"]
 SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
 LIVE_PERF_S = 1.0  # the live step-time figures before the first perf event change at most this often
 COMPACT_ROWS = 30  # below this many rows (or NARROW_COLUMNS columns) one pane shows at a time
-PANES = ("curves", "epochs", "confusion", "classes")
+PANES = ("curves", "epochs", "confusion", "classes", "layers")
 # (label, config key, widget id): the run form, in the order it is shown
 FIELDS: List[Tuple[str, str, str]] = [
     ("model", "model.name", "f-model"),
@@ -82,6 +83,7 @@ class TrainingScreen(WorkbenchScreen):
         Binding("m", "pane('confusion')", "Matrix", show=False),
         Binding("k", "pane('classes')", "Classes", show=False),
         Binding("u", "pane('curves')", "Curves", show=False),
+        Binding("l", "pane('layers')", "Layers", show=False),
         Binding("c", "compare", "Compare"),
         Binding("n", "new_data", "New data", show=False),
     ]
@@ -123,6 +125,7 @@ class TrainingScreen(WorkbenchScreen):
                     yield Static("", id="matrix-label")
                     yield ConfusionGrid(id="matrix")
                     yield Panel("", id="perclass")
+            yield Static("", id="layers")
             yield Static("", id="profile")
 
     def on_mount(self) -> None:
@@ -153,7 +156,7 @@ class TrainingScreen(WorkbenchScreen):
     def _show_panes(self) -> None:
         tabs = Text(no_wrap=True, overflow="ellipsis")
         if self.has_class("compact"):
-            for name, key in zip(PANES, "cemk"):
+            for name, key in zip(PANES, "cemkl"):
                 tabs.append(" %s %s " % (key, name.capitalize()), style="reverse bold" if name == self.pane else "")
             tabs.append("  v/F2 next", style="dim")
         self.query_one("#panes", Static).update(tabs)
@@ -386,6 +389,9 @@ class TrainingScreen(WorkbenchScreen):
             self.query_one("#perclass", Panel).update(
                 per_class_table(val, plain, weakest) if per_class else "", layout=False
             )
+        st = view.train_state
+        if self._changed("layers", (view.jid, st.count, len(view.loss_scale), id(view.overflow_origin), plain)):
+            self.query_one("#layers", Static).update(layers_panel(view, plain))
         # view.result is a new {} on every read until the run writes one: key on the result itself, since an
         # update of this height-auto Static reflows the whole screen
         if self._changed("profile", (view.jid, id(view.result) if view.result else None)):

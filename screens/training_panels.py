@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional
 
 from rich.table import Table
@@ -11,6 +12,7 @@ from screens.widgets.confusion import SHORT_NAMES
 from screens.widgets.evidence import badge
 from screens.widgets.textgrid import text_grid
 from workbench.analysis.metrics import upper_median, weakest_class
+from workbench.analysis.trainstate import describe as describe_flag
 from workbench.views.training import TrainingView
 
 EPOCH_ROWS = 12  # epochs shown before the panel has a size (the latest, and the best when it is older)
@@ -277,3 +279,98 @@ def test_line(view: TrainingView) -> Text:
         "  %s, epoch %s of %s (%s)" % (ckpt, last.get("best_epoch"), last.get("from") or view.jid, last.get("jid"))
     )
     return line
+
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+LAYER_SPARK = 10  # samples in a layer's gradient-norm sparkline
+
+
+def log_spark(values: List[float], width: int = LAYER_SPARK) -> str:
+    """A one-line sparkline of positive values on a log scale (0 and below drawn as the lowest block)."""
+    shown = [v for v in values[-width:]]
+    logs = [math.log10(v) if v > 0 else None for v in shown]
+    known = [v for v in logs if v is not None]
+    if not known:
+        return ""
+    lo, hi = min(known), max(known)
+    span = (hi - lo) or 1.0
+    top = len(SPARK_BLOCKS) - 1
+    return "".join(SPARK_BLOCKS[0 if v is None else int(round((v - lo) / span * top))] for v in logs)
+
+
+def _flag_style(plain: bool) -> str:
+    return "reverse" if plain else "bold red"
+
+
+def layers_panel(view: TrainingView, plain: bool = False) -> Text:
+    """Per parameter |w|, |grad|, update ratio, non-finite share, a gradient-norm sparkline and flags; loss scale; origin."""
+    st = view.train_state
+    out = Text(no_wrap=True, overflow="ellipsis")
+    if st.count:
+        out.append(
+            "layers: every %s steps, %d samples to step %s; Δw/w = |Δw|/|w| of a step\n"
+            % (view.monitor_every or "?", st.count, st.last_step),
+            style="bold",
+        )
+        cells, styles = [], []
+        for name in st.names:
+            row = st.latest.get(name) or {}
+            share = row.get("nonfinite")
+            flags = st.param_flags(name)
+            cells.append(
+                [
+                    name,
+                    _f(row.get("weight_norm"), "%.3g"),
+                    _f(row.get("grad_norm"), "%.3g"),
+                    _f(row.get("update_ratio"), "%.2e"),
+                    _f(100 * share, "%.0f%%") if share is not None else "—",
+                    log_spark(list(st.grad_history.get(name) or [])),
+                    Text(", ".join(flags), style=_flag_style(plain)) if flags else "",
+                ]
+            )
+            styles.append("")
+        out.append_text(
+            text_grid(
+                ["param", "|w|", "|grad|", "Δw/w", "nonfin", "|grad| (log)", "flags"],
+                cells,
+                [10, 8, 8, 8, 6, LAYER_SPARK, 20],
+                [False, True, True, True, True, False, False],
+                row_styles=styles,
+            )
+        )
+        first = sorted(st.flags, key=lambda f: f["global_step"] if isinstance(f["global_step"], int) else 0)[:1]
+        if first:
+            out.append("\nfirst flag: ", style="bold")
+            out.append(describe_flag(first[0]), style=_flag_style(plain))
+    elif view.monitor_every:
+        out.append("layers: every %d steps, no sample yet" % view.monitor_every, style="dim")
+    else:
+        out.append("layers: not monitored (train.monitor.every=0; set it to sample every N-th step)", style="dim")
+    scale = view.loss_scale
+    if scale:
+        last = scale[-1]
+        skips = (
+            last.get("skipped") if isinstance(last.get("skipped"), int) else sum(1 for e in scale if e.get("overflow"))
+        )
+        curve: List[float] = [float(e["scale"]) for e in scale if isinstance(e.get("scale"), (int, float))]
+        if isinstance(last.get("next_scale"), (int, float)):
+            curve.append(last["next_scale"])
+        out.append("\nloss scale: ", style="bold")
+        out.append(
+            "%s now, %s overflow skip%s (last at global step %s)  %s  %s → %s"
+            % (
+                _f(curve[-1] if curve else None, "%.3g"),
+                skips,
+                "" if skips == 1 else "s",
+                max((e["global_step"] for e in scale if e.get("overflow")), default="—"),
+                log_spark(curve, 24),
+                _f(curve[0] if curve else None, "%.3g"),
+                _f(curve[-1] if curve else None, "%.3g"),
+            )
+        )
+    origin = view.overflow_origin
+    if origin:
+        out.append("\nfirst non-finite value: ", style="bold")
+        out.append_text(badge(str(origin.get("status"))))
+        out.append(" " + str(origin.get("detail") or ""))
+    return out

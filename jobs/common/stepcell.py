@@ -15,6 +15,9 @@ import numpy as np
 from jobs.common import models, precision
 from workbench.jobkit.context import JobFailed
 
+LOSS_SCALE_START = 2.0**24
+LOSS_SCALE_FACTOR = 2
+LOSS_SCALE_WINDOW = 2000
 # One row per trainable parameter: these columns, as the monitored cell returns them.
 MONITOR_COLUMNS = ("weight_sq", "grad_sq", "update_sq", "grad_nonfinite")
 
@@ -55,7 +58,33 @@ def build_step(ms: Any, cfg: Any) -> StepParts:
         opt = nn.SGD(params, learning_rate=t.lr, momentum=t.momentum)
         opt_info = {"name": "sgd", "lr": t.lr, "momentum": t.momentum}
     loss_cell = precision.with_loss(run_net, loss_fn, t.precision)
-    train_step = nn.TrainOneStepCell(loss_cell, opt)
+    if t.loss_scale == "dynamic":
+        # MindSpore's DynamicLossScaleManager defaults: start at 2**24, halve on overflow, double after 2000 good steps.
+        manager = nn.DynamicLossScaleUpdateCell(
+            loss_scale_value=LOSS_SCALE_START, scale_factor=LOSS_SCALE_FACTOR, scale_window=LOSS_SCALE_WINDOW
+        )
+        overflow_check = "MindSpore's own for the device (float-status)"
+        cell_cls = nn.TrainOneStepWithLossScaleCell
+        if cfg.device.target == "CPU":
+            # The cell reads a float-status register (NPUGetFloatStatusV2 off GPU, FloatStatus on GPU), which has
+            # no CPU kernel: on CPU the overflow is read with isfinite over the unscaled gradients instead.
+            cell_cls = _isfinite_loss_scale_class()
+            overflow_check = "isfinite over the unscaled gradients (CPU has no float-status kernel)"
+        train_step = cell_cls(loss_cell, opt, scale_sense=manager)
+        precision_info = dict(
+            precision_info,
+            loss_scale={
+                "kind": "dynamic",
+                "start": LOSS_SCALE_START,
+                "factor": LOSS_SCALE_FACTOR,
+                "window": LOSS_SCALE_WINDOW,
+                "how": "nn.TrainOneStepWithLossScaleCell(scale_sense=nn.DynamicLossScaleUpdateCell): an overflowing "
+                "step skips its update and halves the scale",
+                "overflow_check": overflow_check,
+            },
+        )
+    else:
+        train_step = nn.TrainOneStepCell(loss_cell, opt)
     train_step.set_train(True)
     return StepParts(
         net=net,
@@ -66,6 +95,17 @@ def build_step(ms: Any, cfg: Any) -> StepParts:
         opt_info=opt_info,
         train_step=train_step,
     )
+
+
+def loss_of(out: Any) -> Any:
+    """The loss tensor of a step cell's output (a loss-scaled cell returns (loss, overflow, scale))."""
+    return out[0] if isinstance(out, tuple) else out
+
+
+def current_scale(train_step: Any) -> Any:
+    """The loss scale a loss-scaled step cell holds now (None for a plain cell)."""
+    sense = getattr(train_step, "scale_sense", None)
+    return float(sense.asnumpy()) if sense is not None and hasattr(sense, "asnumpy") else None
 
 
 def with_hidden_gain(net: Any, name: str, gain: float, precision_name: str) -> Any:
@@ -87,6 +127,22 @@ def with_hidden_gain(net: Any, name: str, gain: float, precision_name: str) -> A
     gain_cls = _gain_class()
     fp16 = precision_name == "fp16"
     return nn.SequentialCell(cells[0], cells[1], gain_cls(gain, fp16), cells[2], gain_cls(1.0 / gain, fp16), cells[3])
+
+
+def _isfinite_loss_scale_class():
+    """TrainOneStepWithLossScaleCell whose overflow flag is any non-finite gradient (defined lazily)."""
+    from mindspore import nn, ops
+
+    class IsfiniteLossScaleStep(nn.TrainOneStepWithLossScaleCell):
+        """The loss-scaled step with the overflow read by isfinite (CPU runs it)."""
+
+        def get_overflow_status(self, status, compute_output):
+            finite: tuple = ()
+            for grad in compute_output:
+                finite += (ops.isfinite(grad).all(),)
+            return ops.logical_not(ops.stack(finite).all())
+
+    return IsfiniteLossScaleStep
 
 
 def _gain_class():

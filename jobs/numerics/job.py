@@ -104,7 +104,7 @@ def forward_to(ctx: JobContext, parts: Any, run_dir: Path, run_cfg: JobConfig, s
                     "losses_compared": compared,
                     "max_loss_diff": max(diffs) if diffs else None,
                 }
-            loss = float(parts.train_step(Tensor(xb), Tensor(yb)).asnumpy())
+            loss = float(stepcell.loss_of(parts.train_step(Tensor(xb), Tensor(yb))).asnumpy())
             g += 1
             ref = recorded.get(g)
             if isinstance(ref, (int, float)) and math.isfinite(loss):

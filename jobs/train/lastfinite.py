@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from jobs.common import datafeed
+from jobs.common import datafeed, stepcell
 from jobs.common import failcase as cases
 from workbench.analysis import overflow
 from workbench.system.atomic import read_json
@@ -77,7 +77,7 @@ class LastFinite:
         before = self.arrays
         identical = True
         for i, (xb, yb) in enumerate(feed.numpy_batches(start["order"], start["first_step"], fail_step + 1)):
-            loss = float(run.train_step(Tensor(xb), Tensor(yb)).asnumpy())
+            loss = float(stepcell.loss_of(run.train_step(Tensor(xb), Tensor(yb))).asnumpy())
             if i < len(self.losses) and not (
                 loss == self.losses[i] or (math.isnan(loss) and math.isnan(self.losses[i]))
             ):

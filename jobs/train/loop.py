@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from jobs.common import datafeed, models, msdevice
+from jobs.common import datafeed, models, msdevice, stepcell
 from jobs.common.checkpoint_files import save_best
 from jobs.train import dataparallel, lastfinite
 from jobs.train import monitor as monitoring
@@ -54,6 +54,35 @@ class EpochPlan:
         return self.epochs * self.steps
 
 
+class LossScaleLog:
+    """Queues a `loss_scale` event at the first step, at each overflow skip and at each change of the scale."""
+
+    def __init__(self) -> None:
+        self.scale: Optional[float] = None
+        self.skipped = 0
+        self.steps = 0
+
+    def see(self, pipe: EventPipe, out: Any, cell: Any, epoch: int, step: int, global_step: int) -> None:
+        """Read the step's overflow flag and the scale it ran with and holds now (after the step's own time)."""
+        self.steps += 1
+        overflow = bool(out[1].asnumpy())
+        used = self.scale if self.scale is not None else float(out[2].asnumpy())
+        now = stepcell.current_scale(cell)
+        self.skipped += int(overflow)
+        if overflow or self.steps == 1 or now != used:
+            pipe.put(
+                "loss_scale",
+                epoch=epoch,
+                step=step,
+                global_step=global_step,
+                scale=used,
+                overflow=overflow,
+                next_scale=now,
+                skipped=self.skipped,
+            )
+        self.scale = now
+
+
 class TrainLoop:
     """Runs the epochs of a set-up Trainer (`run`): every mutable fact lives in `self.state`."""
 
@@ -73,6 +102,10 @@ class TrainLoop:
         self.repeats: Optional[Dict[str, Any]] = None
         self.last_finite = lastfinite.LastFinite(run)
         every = t.monitor.every if run.par is None else 0  # data-parallel ranks: not monitored
+        if every and t.loss_scale != "none":
+            self.ctx.log("train.monitor.every is off: a loss-scaled step runs its own cell", level="warning")
+            every = 0
+        self.scale_log = LossScaleLog() if t.loss_scale != "none" else None
         self.monitor = monitoring.Monitor(run, every) if every else None
 
     def train(self) -> Dict[str, Any]:
@@ -160,8 +193,8 @@ class TrainLoop:
         sampled = mon is not None and mon.due(st.global_step + 1)
         t0 = time.perf_counter()
         xb, yb, size = next(batches)
-        loss = mon.step(xb, yb) if sampled else self.run.train_step(xb, yb)  # type: ignore[union-attr]
-        loss_value = float(loss.asnumpy())
+        out = mon.step(xb, yb) if sampled else self.run.train_step(xb, yb)  # type: ignore[union-attr]
+        loss_value = float(stepcell.loss_of(out).asnumpy())
         rows = mon.fetch() if sampled else None  # type: ignore[union-attr]
         step_ms = (time.perf_counter() - t0) * 1000.0
         self.last_finite.note(loss_value)
@@ -177,6 +210,8 @@ class TrainLoop:
         pipe.step(st.epoch, step + 1, st.global_step, loss_value, step_ms, size, phase)
         if rows is not None:
             mon.record(pipe, rows, st.epoch, st.global_step)  # type: ignore[union-attr]
+        if self.scale_log is not None:
+            self.scale_log.see(pipe, out, self.run.train_step, st.epoch, step + 1, st.global_step)
         if not math.isfinite(loss_value):
             self.flush_monitor(pipe)
             pipe.drain()

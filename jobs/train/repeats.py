@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from jobs.common import datafeed
+from jobs.common import datafeed, stepcell
 from workbench.analysis.metrics import median
 from workbench.events.protocol import Evidence
 
@@ -45,7 +45,7 @@ def time_window(run: Any, rng: np.random.Generator, steps: int) -> Dict[str, Any
         order = datafeed.epoch_order(rng, n)
         for xb, yb, _ in feed.batches(order, 0, min(full, steps - len(times))):
             t0 = time.perf_counter()
-            loss = run.train_step(xb, yb)
+            loss = stepcell.loss_of(run.train_step(xb, yb))
             loss.asnumpy()
             times.append((time.perf_counter() - t0) * 1000.0)
     med = median(times)

@@ -31,6 +31,7 @@ RESUME_KEYS = (
     "train.val_limit",
     "train.parallel.workers",
     "train.input_scale",
+    "train.loss_scale",
 )
 
 

@@ -237,6 +237,13 @@ SCHEMA: Dict[str, Any] = {
             doc="the images are multiplied by this before training (1 = pixel / 255 as loaded); a large value "
             "pushes an fp16 activation out of range on purpose (the numerics replay's recipe)",
         ),
+        "loss_scale": _f(
+            "none",
+            str,
+            choices=("none", "dynamic"),
+            doc="dynamic: nn.TrainOneStepWithLossScaleCell with a DynamicLossScaleUpdateCell (start 2**24, x1/2 on "
+            "overflow, x2 after 2000 good steps); each change and overflow skip is a loss_scale event",
+        ),
         "monitor": {
             "every": _f(
                 0,

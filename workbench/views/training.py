@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Deque, Dict, List, Optional
 
 from workbench.analysis.metrics import upper_median, weakest_class
+from workbench.analysis.trainstate import TrainState
 from workbench.fold.record import JobRecord
 from workbench.fold.series import HISTORY, RankSteps, WholeRunHistory  # noqa: F401  (the screen's history types)
 from workbench.views.base import LatestJobView
@@ -152,6 +153,27 @@ class TrainingView(LatestJobView):
         if not per_rank or len(per_rank) < len(self.rank_steps):
             return None
         return sum(per_rank.values())
+
+    @property
+    def train_state(self) -> TrainState:
+        """The training-state monitor's samples and flags (empty when the run is not monitored)."""
+        return self.record.train_state
+
+    @property
+    def loss_scale(self) -> List[Dict[str, Any]]:
+        """The run's loss-scale changes and overflow skips ([] without a loss scale)."""
+        return self.record.loss_scale
+
+    @property
+    def monitor_every(self) -> int:
+        """train.monitor.every of the followed run (0: not monitored)."""
+        every = ((self.cfg.get("train") or {}).get("monitor") or {}).get("every")
+        return every if type(every) is int else 0
+
+    @property
+    def overflow_origin(self) -> Optional[Dict[str, Any]]:
+        """The run's overflow-origin check (where a non-finite value first appeared), None when it has none."""
+        return self.record.checks.get("overflow-origin")
 
     @property
     def best(self) -> Optional[Dict[str, Any]]:
