@@ -57,8 +57,8 @@ class EpochPlan:
 class LossScaleLog:
     """Queues a `loss_scale` event at the first step, at each overflow skip and at each change of the scale."""
 
-    def __init__(self) -> None:
-        self.scale: Optional[float] = None
+    def __init__(self, cell: Any) -> None:
+        self.scale: Optional[float] = stepcell.current_scale(cell)  # before the first step
         self.skipped = 0
         self.steps = 0
 
@@ -66,7 +66,9 @@ class LossScaleLog:
         """Read the step's overflow flag and the scale it ran with and holds now (after the step's own time)."""
         self.steps += 1
         overflow = bool(out[1].asnumpy())
-        used = self.scale if self.scale is not None else float(out[2].asnumpy())
+        # the cell's third output is its scale parameter itself, already updated: the scale a step ran with is
+        # the one held before it
+        used = self.scale
         now = stepcell.current_scale(cell)
         self.skipped += int(overflow)
         if overflow or self.steps == 1 or now != used:
@@ -105,7 +107,7 @@ class TrainLoop:
         if every and t.loss_scale != "none":
             self.ctx.log("train.monitor.every is off: a loss-scaled step runs its own cell", level="warning")
             every = 0
-        self.scale_log = LossScaleLog() if t.loss_scale != "none" else None
+        self.scale_log: Optional[LossScaleLog] = None  # made in train(), after a resume loaded the scale
         self.monitor = monitoring.Monitor(run, every) if every else None
 
     def train(self) -> Dict[str, Any]:
@@ -113,6 +115,8 @@ class TrainLoop:
         t = self.train_cfg
         if t.resume_from:
             load_resume(self.run, self.state)
+        if t.loss_scale != "none":
+            self.scale_log = LossScaleLog(self.run.train_step)
         feed = datafeed.make_feed(t.feed, self.run.data.train_x, self.run.data.train_y, t.batch_size)
         if self.monitor is not None:
             from mindspore import Tensor

@@ -16,6 +16,7 @@ VANISH_FLOOR = 1e-7  # gradient norm below this
 STALL_RATIO = 1e-6  # update ratio below this ...
 STALL_SAMPLES = 20  # ... for this many consecutive samples
 HISTORY = 200  # earlier samples kept per parameter for the running median and the sparkline
+SERIES = 1000  # whole-run samples kept for the record's figure: every k-th, k doubling when full
 RULES = {
     "exploding": "gradient norm > %g x the median of its earlier samples (after %d samples)"
     % (EXPLODE_K, EXPLODE_MIN_SAMPLES),
@@ -73,6 +74,8 @@ class TrainState:
         self.flag_counts: Dict[str, int] = {}  # samples at which a flag held, by flag
         self.count = 0
         self.last_step: Optional[int] = None
+        self.series: List[Dict[str, Any]] = []  # {global_step, grad_norm: {name: v}, update_ratio: {...}} thinned
+        self.stride = 1
 
     def add_event(self, event: Dict[str, Any]) -> List[Dict[str, Any]]:
         """Fold every sample of one `monitor` event; the flags raised for the first time."""
@@ -85,6 +88,16 @@ class TrainState:
         """Fold one sample; the flags raised for the first time by it."""
         self.count += 1
         self.last_step = sample.get("global_step")
+        if (self.count - 1) % self.stride == 0:
+            self.series.append(
+                {
+                    "global_step": sample.get("global_step"),
+                    "grad_norm": {n: r.get("grad_norm") for n, r in sample["rows"].items()},
+                    "update_ratio": {n: r.get("update_ratio") for n, r in sample["rows"].items()},
+                }
+            )
+            if len(self.series) >= SERIES:
+                self.series, self.stride = self.series[::2], self.stride * 2
         raised = []
         for name, row in sample["rows"].items():
             if name not in self.latest:
@@ -131,6 +144,19 @@ class TrainState:
         else:
             self.stall_run[name] = 0
         return out
+
+    def summary(self) -> Dict[str, Any]:
+        """What the session record keeps: names, sample count, the thinned series, the flags and their rules."""
+        return {
+            "names": list(self.names),
+            "samples": self.count,
+            "stride": self.stride,
+            "series": list(self.series),
+            "flags": list(self.flags),
+            "flag_samples": dict(self.flag_counts),
+            "rules": RULES,
+            "ratio_rule": RATIO_RULE,
+        }
 
     def first(self, flag: str) -> Optional[Dict[str, Any]]:
         """The earliest sample at which `flag` held for any parameter."""

@@ -162,6 +162,8 @@ class JobReader:
             "device_samples": [dict(_strip(d), sample=n) for n, d in fold.device_history.items()],
             "device_every": fold.device_history.stride,
             "device_seen": fold.device_history.seen,
+            "monitor": fold.train_state.summary() if fold.train_state.count else None,
+            "loss_scale": [_strip(e) for e in fold.loss_scale],
         }
         t = self.table
         rec["step_curve"] = {

@@ -123,6 +123,14 @@ def figures(report: Dict[str, Any], out: Path, files: Optional[SessionFiles] = N
             figure = svg.device_svg(run["jid"], j["device_samples"], j.get("device_every") or 1, j.get("device_seen"))
             write_text(out / "figures" / ("%s-device.svg" % run["jid"]), figure)
             mine["device"] = "figures/%s-device.svg" % run["jid"]
+        if j.get("monitor"):
+            write_text(out / "figures" / ("%s-layers.svg" % run["jid"]), svg.layers_svg(run["jid"], j["monitor"]))
+            mine["layers"] = "figures/%s-layers.svg" % run["jid"]
+        if j.get("loss_scale"):
+            write_text(
+                out / "figures" / ("%s-loss-scale.svg" % run["jid"]), svg.loss_scale_svg(run["jid"], j["loss_scale"])
+            )
+            mine["loss_scale"] = "figures/%s-loss-scale.svg" % run["jid"]
         best = run["best_epoch"] or {}
         matrix = (best.get("val") or {}).get("confusion")
         if matrix:

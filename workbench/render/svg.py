@@ -326,3 +326,52 @@ def heat_map_svg(rows: Sequence[str], columns: Sequence[str], grid: Sequence[Seq
             )
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def layers_svg(jid: str, monitor: Dict[str, Any]) -> str:
+    """log10 of each parameter's gradient norm over the run (the training-state monitor), with its flags noted."""
+    import math
+
+    steps = [s.get("global_step") for s in monitor.get("series") or []]
+
+    def log(v: Any) -> float:
+        return math.log10(v) if _finite(v) and v > 0 else float("nan")
+
+    series = [
+        ("%s |grad|" % name, steps, [log((s.get("grad_norm") or {}).get(name)) for s in monitor["series"]])
+        for name in monitor.get("names") or []
+    ]
+    stride = monitor.get("stride") or 1
+    notes = [
+        "%d monitor samples%s; log10 of each parameter's gradient norm"
+        % (monitor.get("samples") or 0, "" if stride <= 1 else ", every %d-th drawn" % stride)
+    ]
+    flags = monitor.get("flags") or []
+    notes.append(
+        "flags: " + "; ".join("%s %s at step %s" % (f["flag"], f["param"], f["global_step"]) for f in flags[:4])
+        if flags
+        else "no flag raised"
+    )
+    return line_chart(series, "%s: per-layer gradient norms" % jid, "global step", "log10 |grad|", notes=notes)
+
+
+def loss_scale_svg(jid: str, events: Sequence[Dict[str, Any]]) -> str:
+    """The dynamic loss scale over the run (a step line), overflow skips as dots."""
+    import math
+
+    xs: List[float] = []
+    ys: List[float] = []
+    for e in events:
+        if _finite(e.get("scale")) and e["scale"] > 0:
+            xs.append(e["global_step"])
+            ys.append(math.log2(e["scale"]))
+        if _finite(e.get("next_scale")) and e["next_scale"] > 0:
+            xs.append(e["global_step"] + 0.5)
+            ys.append(math.log2(e["next_scale"]))
+    skips = [e for e in events if e.get("overflow")]
+    drawn = [e for e in skips if _finite(e.get("scale")) and e["scale"] > 0]
+    dots = [("overflow skip", [e["global_step"] for e in drawn], [math.log2(e["scale"]) for e in drawn])]
+    notes = ["%d overflow skips; the scale halves at each, doubles after a window of good steps" % len(skips)]
+    return line_chart(
+        [("log2 scale", xs, ys)], "%s: loss scale" % jid, "global step", "log2 scale", notes=notes, dots=dots
+    )

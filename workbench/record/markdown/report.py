@@ -383,7 +383,12 @@ class ReportWriter:
             ),
             "",
         )
-        for key, title in (("loss", "training loss"), ("step_time", "time per step")):
+        for key, title in (
+            ("loss", "training loss"),
+            ("step_time", "time per step"),
+            ("layers", "per-layer gradient norms (training-state monitor)"),
+            ("loss_scale", "loss scale and overflow skips"),
+        ):
             if figs.get(key):
                 self.add("![%s %s](%s)" % (jid, title, figs[key]), "")
         best = run["best_epoch"]
