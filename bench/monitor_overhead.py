@@ -104,7 +104,10 @@ def main() -> int:
             % (key, b, args.every, m, m / b, ", ".join("%.3f" % x for x in pairs))
         )
     ratio = out["steady_mean_ms"]["ratio"]
-    print("monitor cost ratio (steady step time) %.3f: %s the goal of %.2f" % (ratio, "within" if ratio <= GOAL else "OVER", GOAL))
+    print(
+        "monitor cost ratio (steady step time) %.3f: %s the goal of %.2f"
+        % (ratio, "within" if ratio <= GOAL else "OVER", GOAL)
+    )
     print(json.dumps({"every": args.every, "rounds": args.rounds, "limit": args.limit, "epochs": args.epochs, **out}))
     return 0
 
