@@ -11,8 +11,8 @@ import copy
 import pytest
 
 from screens.app import WorkbenchApp
-from tests.ui.conftest import settled
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, until, wait_ingested
+from tests.support.pilot import settled, until
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, wait_ingested
 from workbench.config.layers import defaults
 from workbench.events.protocol import read_all
 from workbench.session.store import SessionStore
