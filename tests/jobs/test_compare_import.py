@@ -27,9 +27,15 @@ TIMEOUT_S = 180
 LOCKS = {}  # MS_WORKBENCH_LOCK_DIR of this module's jobs: the module fixture runs before the per-test one
 
 
-def run_job(root: Path, kind: str, sid: str = "", *sets: str) -> Path:
-    """`ms-workbench run KIND` in the session (a new one without sid); the job's folder."""
-    args = ["run", kind, "--sessions", root] + (["--session", sid] if sid else [])
+def run_job(root: Path, kind: str, sid: str = "", *sets: str, again: bool = False) -> Path:
+    """`ms-workbench run KIND` in the session (a new one without sid); the job's folder.
+
+    again: a second evaluation of the session's test set, asked for explicitly (`--test-set-again`)."""
+    args = (
+        ["run", kind, "--sessions", root]
+        + (["--session", sid] if sid else [])
+        + (["--test-set-again"] if again else [])
+    )
     for item in sets:
         args += ["--set", item]
     proc = run_cli(*args, timeout=TIMEOUT_S, env=LOCKS)
@@ -48,15 +54,16 @@ def checks(job: Path, cid: str) -> list:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """Session with train-001 (lr 0.001), train-002 (lr 0.01), each tested once."""
+    """Session with train-001 (lr 0.001), train-002 (lr 0.01), each tested once (the second use of the test set
+    asked for explicitly: it is what compare must then warn about)."""
     root = tmp_path_factory.mktemp("compare") / "sessions"
     LOCKS["MS_WORKBENCH_LOCK_DIR"] = str(root.parent / "locks")  # never the machine's: other tests run jobs too
     first = run_job(root, "train", "", *TINY)
     sid = first.parent.parent.name
     second = run_job(root, "train", sid, *(TINY + ["train.lr=0.01"]))
-    for job in (first, second):
+    for n, job in enumerate((first, second)):
         assert finished(job)["status"] == "ok", (job / "stderr.log").read_text()[-2000:]
-        tested = run_job(root, "test", sid, "test.from=%s" % job.name, "device.target=CPU")
+        tested = run_job(root, "test", sid, "test.from=%s" % job.name, "device.target=CPU", again=n > 0)
         assert finished(tested)["status"] == "ok", finished(tested)
     yield root, sid
     for job_dir in sorted(root.parent.glob("*/*/jobs/*")):
@@ -165,7 +172,7 @@ def test_export_import_compare_and_reuse_elsewhere(trained, tmp_path):
     data = bytearray(ckpt.read_bytes())
     data[len(data) // 2] ^= 1
     ckpt.write_bytes(bytes(data))
-    again = run_job(other, "test", lsid, "test.from=%s/train-002" % sid, "device.target=CPU")
+    again = run_job(other, "test", lsid, "test.from=%s/train-002" % sid, "device.target=CPU", again=True)
     fin = finished(again)
     assert fin["status"] == "failed" and fin["error"]["type"] == "CheckpointMismatch"
     assert checks(again, "imported-checkpoint")[0]["status"] == Evidence.FAIL
