@@ -12,7 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Select, Static
 
 from screens.base import WorkbenchScreen
-from screens.form import check_fields
+from screens.form import check_fields, initial_weights
 from screens.widgets.evidence import badge
 from workbench.config.layers import PRECISIONS, TARGETS
 from workbench.data.fashion import CLASS_NAMES
@@ -27,6 +27,7 @@ from workbench.views.alignment import (
     percent,
     shape_text,
 )
+from workbench.views.export import FRESH, default_choice, train_choices
 
 MODES = ("pynative", "graph")
 # Presets cycled by `p`: the comparisons the course asks for, in the order it asks for them.
@@ -198,6 +199,7 @@ class AlignmentScreen(WorkbenchScreen):
 
     view_name = "alignment"
     title_text = "Alignment"
+    shows_candidate = True
     CSS_PATH = "alignment.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
@@ -245,6 +247,15 @@ class AlignmentScreen(WorkbenchScreen):
                     yield Input("" if value is None else str(value), placeholder="per dtype", id=tol, compact=True)
                     if side == "cand":
                         yield Button("Run", id="run", variant="success", compact=True)
+            with Horizontal(classes="pathrow", id="weights-row"):
+                yield Static("weights", classes="rowlabel")
+                yield Select(
+                    train_choices(self._train_jobs(), self._candidate_run()),
+                    value=default_choice(self._train_jobs(), self._candidate_run()),
+                    allow_blank=False,
+                    id="al-weights",
+                    compact=True,
+                )
             yield Static("", id="runline")
             with Horizontal(id="paths"):
                 yield Static("", id="path-ref", classes="path")
@@ -258,9 +269,52 @@ class AlignmentScreen(WorkbenchScreen):
                 yield Static("", id="detail")
             yield Static("", id="flips")
 
+    def _train_jobs(self) -> List[Any]:
+        return [job for job in self.app.tracker.ordered() if job.kind == "train"]
+
+    def _candidate_run(self) -> Optional[str]:
+        cand = self.app.candidate()
+        return cand.run if cand is not None else None
+
+    def on_mount(self) -> None:
+        self._weights_picked = False  # once someone picks, a new run no longer moves the selection
+        self._weights_key: tuple = ()
+        self.set_interval(1.0, self.refresh_weights)
+        self.call_after_refresh(self.refresh_weights)  # a Select takes options once its overlay is mounted
+
+    def refresh_weights(self) -> None:
+        """Offer the runs with weights (the candidate's first by default) and initial weights as an explicit choice."""
+        jobs, cand = self._train_jobs(), self._candidate_run()
+        key = tuple((job.jid, job.status.state) for job in jobs) + (cand,)
+        select = self.query_one("#al-weights", Select)
+        if key == self._weights_key or not select.query("SelectOverlay"):
+            return  # unchanged, or the field is not ready for options yet (the next tick tries again)
+        self._weights_key = key
+        current = select.value
+        choices = train_choices(jobs, cand)
+        with self.prevent(Select.Changed):
+            select.set_options(choices)
+            keep = self._weights_picked and current in [v for _, v in choices]
+            select.value = current if keep else default_choice(jobs, cand)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "al-weights":
+            self._weights_picked = True
+
+    def shown_run(self) -> Optional[str]:
+        value = self.query_one("#al-weights", Select).value
+        return value if isinstance(value, str) and value != FRESH else None
+
+    def weights_from(self) -> Optional[str]:
+        """align.weights_from as the weights field says: a run, or initial weights named as the config names them."""
+        value = self.query_one("#al-weights", Select).value
+        if not isinstance(value, str) or value == FRESH:
+            return initial_weights("align.weights_from")
+        return value
+
     def form_overrides(self) -> Dict[str, Any]:
-        """The two paths and the tolerances as config overrides."""
-        align: Dict[str, Any] = {}
+        """The two paths, the tolerances and the weights as config overrides."""
+        align: Dict[str, Any] = {"weights_from": self.weights_from()}
         for side in SIDES:
             align[ROLE[side]] = {f: self.query_one("#%s-%s" % (side, f), Select).value for f in FIELDS}
         for tol in ("atol", "rtol"):

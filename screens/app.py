@@ -17,6 +17,7 @@ from workbench.fold.handoff import FoldedSession
 from workbench.fold.record import SessionModel
 from workbench.fold.tracker import Batch, JobTracker
 from workbench.run.runner import JobRunner, RunnerError, decide_device, device_record
+from workbench.session.candidate import CANDIDATE_FILE, Candidate, current
 from workbench.session.store import SessionStore
 from workbench.system import timing
 from workbench.system.priority import Launcher
@@ -128,6 +129,7 @@ class WorkbenchApp(App):
         self._marked_caught_up = False
         self.runner = JobRunner(store)
         self.launcher = launcher  # starts jobs from a thread at the original priority when the UI is niced
+        self.last_refusal: Optional[str] = None  # why the last start from a screen was refused
 
     @property
     def refresh_hz(self) -> float:
@@ -209,6 +211,30 @@ class WorkbenchApp(App):
                     view.job_changed(job)
         return True
 
+    def candidate(self) -> Optional[Candidate]:
+        """The session's frozen candidate (None when nothing is frozen), read again only when its file changed."""
+        if self.sid is None:
+            return None
+        path = self.store.root / self.sid / CANDIDATE_FILE
+        try:
+            stat = path.stat()
+            key: Optional[tuple] = (self.sid, stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            key = None
+        if key != getattr(self, "_candidate_key", ()):
+            self._candidate_key = key
+            self._candidate = current(path.parent) if key is not None else None
+        return self._candidate
+
+    def freeze_hint(self) -> str:
+        """How to freeze a candidate: the Training screen's key when it has one, else the command."""
+        from screens.training import TrainingScreen
+
+        for binding in TrainingScreen.BINDINGS:
+            if getattr(binding, "action", "") == "freeze":
+                return "%s on Training freezes the followed run" % binding.key.split(",")[0]
+        return "ms-workbench freeze --session %s names one" % (self.sid or "SID")
+
     def ensure_session(self) -> str:
         """The session id, creating the session on first use."""
         if self.sid is None:
@@ -223,6 +249,10 @@ class WorkbenchApp(App):
         cfg = copy.deepcopy(self.cfg)
         try:
             merge(cfg, overrides or {}, "the %s screen" % kind)
+            held = self.runner.device_held(kind, cfg)
+            if held is not None:  # refused here, before a job folder exists: the followed job stays followed
+                self.refuse(kind, held)
+                return None
             args = (self.ensure_session(), kind, cfg)
             command = ["ms-workbench (tui)", "run", kind] + _as_sets(overrides or {})
             if self.launcher is not None:
@@ -232,9 +262,35 @@ class WorkbenchApp(App):
         except (ConfigError, RunnerError) as exc:
             self.notify(str(exc), title="cannot start %s" % kind, severity="error", timeout=10)
             return None
+        for view in self.views.values():
+            if view.wants(kind) and hasattr(view, "follow"):
+                view.follow(None)  # a job the user just started is the one to follow
         self.notify("started %s" % job_dir.name)
         self.poll_jobs()
         return job_dir
+
+    def refuse(self, kind: str, why: str) -> None:
+        """Say why a job was not started: on the screen's own line when it has one, and as a toast."""
+        running = [j.jid for j in self.tracker.running()]
+        text = "not started: %s%s" % (why, " — %s goes on" % ", ".join(running) if running else "")
+        self.last_refusal = text
+        shown = getattr(self.screen, "show_refusal", None)
+        if shown is not None:
+            shown(text)
+        self.notify(text, title="cannot start %s" % kind, severity="error", timeout=10)
+
+    def follow_job(self, jid: str) -> Optional[str]:
+        """Open the screen that shows a job, following that job there; the screen's mode, None when none shows it."""
+        job = self.tracker.jobs.get(jid)
+        if job is None:
+            return None
+        for name, view in self.views.items():
+            if name != "session" and view.wants(job.kind) and hasattr(view, "follow"):
+                if job.kind in (getattr(view, "follows", ()) or view.kinds):
+                    view.follow(jid)
+                    self.switch_mode(name)
+                    return name
+        return None
 
     def cancel_job(self, jid: str) -> None:
         """Ask a job's supervisor to stop it."""
@@ -248,6 +304,22 @@ class WorkbenchApp(App):
         async def run() -> None:
             await self.switch_mode(mode)
             await self.screen_stack[0].run_action(action)
+
+        self.call_later(run)
+
+    def press_on_screen(self, mode: str, key: str) -> None:
+        """Switch to a screen, then run the action its key is bound to (a next step of the acceptance)."""
+
+        async def run() -> None:
+            from screens.next_steps import action_of
+
+            await self.switch_mode(mode)
+            screen = self.screen_stack[0]
+            action = action_of(type(screen), key)
+            if action is None:
+                self.notify("the %s screen has no key %s" % (mode, key), severity="warning")
+                return
+            await screen.run_action(action)
 
         self.call_later(run)
 

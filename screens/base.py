@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
 
+from screens.widgets.candidate_line import CandidateLine
+from screens.widgets.key_bar import KeyBar
 from screens.widgets.status_bar import StatusBar
 
 # Screen-level (not app-level) so they come first in the footer: at 80 columns the screen's own
@@ -31,12 +32,15 @@ class WorkbenchScreen(Screen):
 
     BINDINGS = NAV_BINDINGS
     view_name = ""
+    shows_candidate = False  # a line under the status bar names the frozen candidate
     redraws = 0  # counted for tests and benchmarks
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
+        if self.shows_candidate:
+            yield CandidateLine()
         yield from self.compose_body()
-        yield Footer()
+        yield KeyBar()
 
     def compose_body(self) -> ComposeResult:
         """The screen's own widgets (override)."""
@@ -65,8 +69,7 @@ class WorkbenchScreen(Screen):
         self.maybe_refresh()
 
     def on_resize(self, event) -> None:
-        """A compact footer on narrow terminals; a redraw at the new size (panels show as many rows as fit)."""
-        self.query_one(Footer).compact = event.size.width < NARROW_COLUMNS
+        """A redraw at the new size (panels show as many rows as fit)."""
         self.invalidate()
         self.call_after_refresh(self.maybe_refresh)
 
@@ -84,12 +87,18 @@ class WorkbenchScreen(Screen):
         if self.app.screen is not self or not self.is_mounted:
             return
         self.query_one(StatusBar).refresh_from(self.app)
+        if self.shows_candidate:
+            self.query_one(CandidateLine).refresh_from(self.app, self.shown_run())
         if self.view.version == self._rendered:
             return
         self._rendered = self.view.version
         self.redraws += 1
         with self.app.batch_update():
             self.render_view(self.view)
+
+    def shown_run(self) -> Optional[str]:
+        """The training run this screen shows or uses (compared with the candidate), None when none."""
+        return None
 
     def render_view(self, view: Any) -> None:
         """Update the widgets from the view (override)."""

@@ -24,6 +24,21 @@ SCREEN_JOB = {
     "export": ("run_export", None),
     "session": (None, "cancel_job"),
 }
+# The palette's words for them, as each screen's keys say it.
+SCREEN_WORDS = {
+    "environment": ("Re-run the environment checks", None),
+    "data": ("Re-run the data job", None),
+    "training": ("Start a training run", "Stop the followed training run (asks first)"),
+    "alignment": ("Run the alignment", None),
+    "export": ("Run the export", None),
+    "session": (None, "Stop the selected job (asks first)"),
+}
+# The framework layer's checks: jobs with no screen of their own, started with the app's settings.
+FRAMEWORK_JOBS = (
+    ("overfit", "Run the overfit check", "framework layer: one batch trained until its loss nearly vanishes"),
+    ("resume", "Run the resume check", "framework layer: stop after k epochs, resume, compare with one straight run"),
+    ("precision", "Run the precision check", "framework layer: the same training in each precision, compared"),
+)
 
 Command = Tuple[str, Callable[[], object], str]
 
@@ -37,16 +52,12 @@ class WorkbenchCommands(Provider):
         mode = app.current_mode
         start, stop = SCREEN_JOB.get(mode, (None, None))
         screen = app.screen_stack[0]  # the mode's screen, under the palette
-        title = dict(SCREENS).get(mode, mode)
+        start_words, stop_words = SCREEN_WORDS.get(mode, (None, None))
         out: List[Command] = []
-        if start:
-            out.append(
-                ("Start the %s job" % title, partial(screen.run_action, start), "what the screen's start key does")
-            )
-        if stop:
-            out.append(
-                ("Stop the %s job" % title, partial(screen.run_action, stop), "ask the job's supervisor to stop it")
-            )
+        if start and start_words:
+            out.append((start_words, partial(screen.run_action, start), "what the screen's start key does"))
+        if stop and stop_words:
+            out.append((stop_words, partial(screen.run_action, stop), "what the screen's stop key does"))
         out.append(
             (
                 "Evaluate on the test set",
@@ -66,6 +77,22 @@ class WorkbenchCommands(Provider):
                 "Profile run",
                 partial(app.run_on_screen, "training", "profile"),
                 "start a training that profiles 20 steady steps after warm-up",
+            )
+        )
+        for kind, words, help_text in FRAMEWORK_JOBS:
+            out.append((words, partial(app.start_job, kind), help_text))
+        out.append(
+            (
+                "Compare two training runs",
+                partial(app.run_on_screen, "training", "compare"),
+                "the followed run against another one of this session or an imported record",
+            )
+        )
+        out.append(
+            (
+                "Resume the followed training run",
+                partial(app.run_on_screen, "training", "resume"),
+                "a cancelled or failed run, from the state it saved",
             )
         )
         out.append(

@@ -13,6 +13,7 @@ from textual.widgets import Button, DataTable, Label, Select, Static, TextArea
 
 from screens.base import WorkbenchScreen
 from screens.dialogs import ConfirmScreen
+from screens.form import initial_weights
 from screens.widgets.evidence import badge
 from workbench.system.atomic import read_json
 from workbench.views.export import FRESH, ExportView, default_choice, export_overrides, train_choices
@@ -93,6 +94,7 @@ class ExportScreen(WorkbenchScreen):
 
     view_name = "export"
     title_text = "Export"
+    shows_candidate = True
     CSS_PATH = "export.tcss"
     BINDINGS = [Binding("r,ctrl+s", "run_export", "Run export"), Binding("c", "copy_hashes", "Copy hashes")]
 
@@ -130,11 +132,19 @@ class ExportScreen(WorkbenchScreen):
     def _train_jobs(self) -> List[Any]:
         return [job for job in self.app.tracker.ordered() if job.kind == "train"]
 
+    def _candidate_run(self) -> Optional[str]:
+        cand = self.app.candidate()
+        return cand.run if cand is not None else None
+
     def _choices(self) -> List[Tuple[str, str]]:
-        return train_choices(self._train_jobs())
+        return train_choices(self._train_jobs(), self._candidate_run())
 
     def _default(self) -> str:
-        return default_choice(self._train_jobs())
+        return default_choice(self._train_jobs(), self._candidate_run())
+
+    def shown_run(self) -> Optional[str]:
+        value = self.query_one("#ex-from", Select).value
+        return value if isinstance(value, str) and value != FRESH else None
 
     def on_mount(self) -> None:
         self._picked = False  # once someone picks, a new train job no longer moves the selection
@@ -145,17 +155,17 @@ class ExportScreen(WorkbenchScreen):
     def refresh_picker(self) -> None:
         """Offer the session's training jobs; keep the pick, else follow the latest ok one."""
         jobs = self._train_jobs()
-        key = tuple((job.jid, job.status.state) for job in jobs)
+        key = tuple((job.jid, job.status.state) for job in jobs) + (self._candidate_run(),)
         if key == self._picker_key:
             return
         self._picker_key = key
         select = self.query_one("#ex-from", Select)
         current = select.value
-        choices = train_choices(jobs)
+        choices = train_choices(jobs, self._candidate_run())
         values = [value for _, value in choices]
         with self.prevent(Select.Changed):
             select.set_options(choices)
-            select.value = current if self._picked and current in values else default_choice(jobs)
+            select.value = current if self._picked and current in values else self._default()
         self.invalidate()  # the idle status line names the source
 
     def on_select_changed(self, event: Select.Changed) -> None:
@@ -173,7 +183,7 @@ class ExportScreen(WorkbenchScreen):
 
         def go(confirmed: Optional[bool] = True) -> None:
             if confirmed:
-                self.app.start_job("export", export_overrides(choice))
+                self.app.start_job("export", export_overrides(choice, initial_weights("export.from")))
 
         if choice in (None, FRESH):
             self.app.push_screen(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -69,3 +69,8 @@ def show_value(widget: Widget, value: Any) -> None:
             widget.value = value
         except InvalidSelectValueError:  # a value the form does not offer leaves the field as it was
             pass
+
+
+def initial_weights(key: str) -> Optional[str]:
+    """How a source key names untrained initial weights: `init` where the config accepts it, else unset (None)."""
+    return "init" if not check_fields([("source", key, "init")]) else None

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Log, ProgressBar, Static
+from textual.widgets import DataTable, Log, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
 
 from screens.base import WorkbenchScreen
+from screens.next_steps import Step, steps_of
 from screens.widgets.acceptance_table import AcceptanceTable
 from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
@@ -20,7 +22,7 @@ from workbench.config.layers import defaults
 from workbench.views.session import SessionView
 
 STDERR_TAIL_BYTES = 4096
-STATUS_CELLS = 40  # a long `failed: …` status is cut here in the table; the selected line shows it whole
+STATUS_CELLS = 30  # a long `failed: …` status is cut here in the table; the selected line shows it whole
 EXPORT_PHASES = ("reading the session", "drawing the screens", "writing the manifest and archive", "done")
 STATE_STYLE = {
     "ok": "green",
@@ -59,7 +61,9 @@ class SessionScreen(WorkbenchScreen):
 
     view_name = "session"
     title_text = "Session"
+    shows_candidate = True
     DEFAULT_CSS = """
+    SessionScreen #next { height: auto; max-height: 5; border: round $accent; padding: 0 1; }
     SessionScreen #jobs { height: 1fr; min-height: 5; }
     SessionScreen #detail { height: 2fr; }
     SessionScreen #events, SessionScreen #stderr { width: 1fr; border: round $primary; }
@@ -67,18 +71,26 @@ class SessionScreen(WorkbenchScreen):
     SessionScreen #export-status { height: auto; padding: 0 1; display: none; }
     SessionScreen #export-bar { height: 1; padding: 0 1; display: none; }
     """
-    BINDINGS = [Binding("x", "cancel_job", "Stop job"), Binding("e", "export_session", "Export record")]
+    BINDINGS = [
+        Binding("enter", "open_job", "Open", show=False),
+        Binding("x", "cancel_job", "Stop job"),
+        Binding("e", "export_session", "Export"),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self.selected: Optional[str] = None
+        self.steps: List[Step] = []  # the next steps the list shows, in its order
         self._shown = ("", 0)  # (jid, lines written) already in the events log
         self._stderr_size = -1
         self._cells: Dict[str, tuple] = {}  # jid -> cells last written to the jobs table
         self._export_target: Optional[Path] = None  # the record folder the running export writes
 
     def compose_body(self) -> ComposeResult:
-        yield AcceptanceTable(id="acceptance")  # the screen opens with the verdict, computed as `accept` does
+        yield AcceptanceTable(shown=0, id="acceptance")  # the screen opens with the verdict, as `accept` computes it
+        steps = OptionList(id="next")
+        steps.border_title = "next: Enter runs the highlighted step"
+        yield steps
         table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         table.add_columns("job", "status", "duration", "device", "events")
         yield table
@@ -95,6 +107,10 @@ class SessionScreen(WorkbenchScreen):
 
     def render_view(self, view: SessionView) -> None:
         table = self.query_one("#jobs", DataTable)
+        order = [row.jid for row in view.ordered()]
+        if [jid for jid in order if jid in self._cells] != list(self._cells):
+            table.clear()  # a job found out of order: rebuild so the table stays chronological
+            self._cells = {}
         for row in view.ordered():
             style = STATE_STYLE.get(row.state, "")
             label = _clip(row.state + (": " + row.reason if row.reason else ""), STATUS_CELLS)
@@ -123,6 +139,26 @@ class SessionScreen(WorkbenchScreen):
         about = about_session(self.app.store.root / self.app.sid) if self.app.sid else None
         acc = evaluate(model, cfg, about=about) if model.records else None
         self.query_one("#acceptance", AcceptanceTable).show(acc)
+        self._show_steps(steps_of(acc))
+
+    def _show_steps(self, steps: List[Step]) -> None:
+        """The runnable next steps (hidden when nothing is missing)."""
+        self.steps = steps
+        box = self.query_one("#next", OptionList)
+        box.clear_options()
+        for step in steps:
+            box.add_option(Option("(%s) %s" % (step.layer, step.label)))
+        box.display = bool(steps)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a next step: run it (a screen's key there, or the job here)."""
+        if event.option_list.id != "next" or not 0 <= event.option_index < len(self.steps):
+            return
+        step = self.steps[event.option_index]
+        if step.mode and step.key:
+            self.app.press_on_screen(step.mode, step.key)
+        elif step.kind:
+            self.app.start_job(step.kind, step.overrides)
 
     def _show_selected(self, view: SessionView) -> None:
         row = view.rows.get(self.selected or "")
@@ -161,10 +197,33 @@ class SessionScreen(WorkbenchScreen):
             self.selected = key
             self._show_selected(self.view)
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a job: open its screen, following that job there."""
+        key = event.row_key.value if event.row_key else None
+        if key:
+            self.selected = key
+            self.action_open_job()
+
+    def action_open_job(self) -> None:
+        """Open the selected job's screen on that job."""
+        if self.selected and self.app.follow_job(self.selected) is None:
+            self.app.notify("no screen shows %s jobs: its events are below" % self.selected.split("-")[0])
+
     def action_cancel_job(self) -> None:
-        """Stop the selected job."""
-        if self.selected:
-            self.app.cancel_job(self.selected)
+        """Stop the selected job, after a yes (a training run saves its state; r on Training resumes it)."""
+        jid = self.selected
+        job = self.app.tracker.jobs.get(jid or "")
+        if job is None or job.status.state != "running":
+            self.app.notify("%s is not running" % (jid or "no job"), severity="warning")
+            return
+        from screens.dialogs import ConfirmScreen
+
+        def go(confirmed: Optional[bool]) -> None:
+            if confirmed:
+                self.app.cancel_job(jid)
+
+        more = " It saves its state; r on the Training screen resumes it." if job.kind == "train" else ""
+        self.app.push_screen(ConfirmScreen("Stop %s?%s" % (jid, more), yes="Stop job"), go)
 
     def action_export_session(self) -> None:
         """Write the session record (report, metrics, manifest, archive, screenshots) in a worker thread."""

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Select, Static
 
 from screens.base import NARROW_COLUMNS, WorkbenchScreen
@@ -47,6 +47,7 @@ SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
 LIVE_PERF_S = 1.0  # the live step-time figures before the first perf event change at most this often
 COMPACT_ROWS = 30  # below this many rows (or NARROW_COLUMNS columns) one pane shows at a time
 PANES = ("curves", "epochs", "confusion", "classes", "layers")
+PANE_KEYS = "uemkl"  # the keys that show each pane (the bindings below; c is Compare)
 # (label, config key, widget id): the run form, in the order it is shown
 FIELDS: List[Tuple[str, str, str]] = [
     ("model", "model.name", "f-model"),
@@ -56,7 +57,30 @@ FIELDS: List[Tuple[str, str, str]] = [
     ("batch size", "train.batch_size", "f-batch"),
     ("lr", "train.lr", "f-lr"),
     ("device", "device.target", "f-device"),
+    ("split", "data.from", "f-split"),
 ]
+OWN_SPLIT = "own"  # the split field's value for "the run makes its own split" (data.from unset)
+SPLIT_EVERY_S = 1.0  # how often the split field's choices are compared with the session's data jobs
+
+
+def asked(cfg: Dict[str, Any], key: str) -> Any:
+    """A run's setting as the user asked for it: a decided device target gives back its request."""
+    if key == "device.target":
+        requested = get(cfg, "device.requested", None)
+        if requested is not None:
+            return requested
+    if key == "data.from":
+        return get(cfg, key, None) or OWN_SPLIT
+    return get(cfg, key, None)
+
+
+def split_options(splits: List[str], configured: Any) -> Tuple[List[Tuple[str, str]], str]:
+    """The split field's options (the config's data.from, the ok data jobs newest first, own split) and its default."""
+    options = [(jid, jid) for jid in splits]
+    if configured and str(configured) not in splits:
+        options.insert(0, (str(configured), str(configured)))
+    options.append(("own split", OWN_SPLIT))
+    return options, str(configured) if configured else (splits[0] if splits else OWN_SPLIT)
 
 
 def _select(options, value, widget_id: str) -> Select:
@@ -68,14 +92,16 @@ class TrainingScreen(WorkbenchScreen):
 
     view_name = "training"
     title_text = "Training"
+    shows_candidate = True
     CSS_PATH = "training.tcss"
     DEFAULT_CLASSES = "pane-curves"  # from the start, not set in on_mount: that restyled the whole screen once more
     # Each action has a letter (fields unfocused) and a ctrl key that a text field never takes.
     BINDINGS = [
         Binding("s,ctrl+s", "start", "Start"),
         Binding("x,ctrl+o", "stop", "Stop"),
-        Binding("t,ctrl+t", "test", "Test set"),
+        Binding("t,ctrl+t", "test", "Test"),
         Binding("f", "freeze", "Freeze"),
+        Binding("r", "resume", "Resume"),
         Binding("p", "profile", "Profile"),
         Binding("v,f2", "next_pane", "Pane"),
         Binding("b", "toggle_matrix", "Best/last", show=False),
@@ -91,17 +117,24 @@ class TrainingScreen(WorkbenchScreen):
     def compose_body(self) -> ComposeResult:
         cfg = self.app.cfg
         with VerticalScroll(id="body"):
-            with HorizontalScroll(id="form", can_focus=False):
+            # Two rows, so that every field and both buttons fit in 80 columns.
+            with Horizontal(classes="form-row", id="form"):
                 yield LabelledField("model", _select(("mlp", "cnn"), cfg["model"]["name"], "f-model"))
                 yield LabelledField("mode", _select(("graph", "pynative"), cfg["train"]["mode"], "f-mode"))
                 yield LabelledField(
                     "precision", _select(("fp32", "fp16", "amp-O1", "amp-O2"), cfg["train"]["precision"], "f-precision")
                 )
+                yield LabelledField(
+                    "device", _select(("auto", "CPU", "GPU", "Ascend"), cfg["device"]["target"], "f-device")
+                )
+            with Horizontal(classes="form-row", id="form2"):
                 yield LabelledField("epochs", Input(str(cfg["train"]["epochs"]), id="f-epochs", compact=True))
                 yield LabelledField("batch size", Input(str(cfg["train"]["batch_size"]), id="f-batch", compact=True))
                 yield LabelledField("lr", Input(str(cfg["train"]["lr"]), id="f-lr", compact=True))
+                self._splits = self.data_splits()
+                options, self._split_auto = split_options(self._splits, cfg["data"].get("from"))
                 yield LabelledField(
-                    "device", _select(("auto", "CPU", "GPU", "Ascend"), cfg["device"]["target"], "f-device")
+                    "split", Select(options, value=self._split_auto, allow_blank=False, id="f-split", compact=True)
                 )
                 yield Button("Start ^s", id="start", variant="success", compact=True)
                 yield Button("Stop ^o", id="stop", variant="error", compact=True)
@@ -133,6 +166,8 @@ class TrainingScreen(WorkbenchScreen):
         self.matrix_best = False  # the screen shows the last epoch's matrix; b shows the best one's
         self.form_from: Optional[str] = None  # the run whose settings the form was filled with
         self.form_base: Dict[str, Any] = {}
+        self.call_after_refresh(self.refresh_splits)  # a Select takes options once its overlay is mounted
+        self.set_interval(SPLIT_EVERY_S, self.refresh_splits)
 
     # ----- layout ------------------------------------------------------------------------
 
@@ -156,7 +191,7 @@ class TrainingScreen(WorkbenchScreen):
     def _show_panes(self) -> None:
         tabs = Text(no_wrap=True, overflow="ellipsis")
         if self.has_class("compact"):
-            for name, key in zip(PANES, "cemkl"):
+            for name, key in zip(PANES, PANE_KEYS):
                 tabs.append(" %s %s " % (key, name.capitalize()), style="reverse bold" if name == self.pane else "")
             tabs.append("  v/F2 next", style="dim")
         self.query_one("#panes", Static).update(tabs)
@@ -172,18 +207,46 @@ class TrainingScreen(WorkbenchScreen):
     # ----- the form ----------------------------------------------------------------------
 
     def form_fields(self) -> List[Tuple[str, str, Any]]:
-        """(label, config key, typed value) of every field."""
-        return [(label, key, field_value(self.query_one("#" + wid), key)) for label, key, wid in FIELDS]
+        """(label, config key, typed value) of every field (the split field's "own split" is data.from unset)."""
+        out = []
+        for label, key, wid in FIELDS:
+            value = field_value(self.query_one("#" + wid), key)
+            out.append((label, key, None if value == OWN_SPLIT else value))
+        return out
+
+    def data_splits(self) -> List[str]:
+        """The session's data jobs that ended ok, newest first: the splits a run can reuse (data.from)."""
+        jobs = [job for job in self.app.tracker.ordered() if job.kind == "data" and job.status.state == "ok"]
+        return [job.jid for job in reversed(jobs)]
+
+    def refresh_splits(self) -> None:
+        """Offer the session's ok data jobs in the split field; the newest is chosen until someone picks."""
+        splits = self.data_splits()
+        select = self.query_one("#f-split", Select)
+        if splits == getattr(self, "_splits", None) or not select.query("SelectOverlay"):
+            return  # unchanged, or the field is not ready for options yet (the next tick tries again)
+        self._splits = splits
+        current = select.value
+        options, default = split_options(splits, self.app.cfg["data"].get("from"))
+        keep = getattr(self, "_split_picked", False) and current in [v for _, v in options]
+        self._split_auto = current if keep else default
+        with self.prevent(Select.Changed):
+            select.set_options(options)
+            select.value = self._split_auto
+        self._form_state()
 
     def form_overrides(self) -> Dict[str, Any]:
         """The run form as config overrides."""
         return nest([(key, value) for _, key, value in self.form_fields()])
 
     def fill_form(self, jid: str, cfg: Dict[str, Any]) -> None:
-        """Put a run's settings into the form, and remember them to mark edits away from that run."""
+        """Put a run's settings into the form, and remember them to mark edits away from that run.
+
+        The device field gets what the run asked for (`auto` stays `auto`), never what it resolved to.
+        """
         with self.prevent(Input.Changed, Select.Changed):
             for _, key, wid in FIELDS:
-                value = get(cfg, key, None)
+                value = asked(cfg, key)
                 if value is not None:
                     show_value(self.query_one("#" + wid), value)
         self.form_from = jid
@@ -216,6 +279,8 @@ class TrainingScreen(WorkbenchScreen):
         self._form_state()
 
     def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "f-split" and event.value != getattr(self, "_split_auto", None):
+            self._split_picked = True  # the user chose; the newest split no longer replaces the choice
         self._form_state()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -245,9 +310,53 @@ class TrainingScreen(WorkbenchScreen):
         self.action_start({"profile": {"steps": 20}})
 
     def action_stop(self) -> None:
-        """Stop the followed training job (it saves a resumable state)."""
-        if self.view.jid and self.view.state == "running":
-            self.app.cancel_job(self.view.jid)
+        """Stop the followed training job after a yes: it saves a resumable state, which r resumes."""
+        view = self.view
+        if not (view.jid and view.state == "running"):
+            self.app.notify("no running training run to stop", severity="warning")
+            return
+        jid = view.jid
+
+        def go(confirmed: Optional[bool]) -> None:
+            if confirmed:
+                self.app.cancel_job(jid)
+
+        self.app.push_screen(ConfirmScreen(stop_question(view), yes="Stop run"), go)
+
+    def action_resume(self) -> None:
+        """Resume the followed run from the state it saved when it was cancelled or failed (a new train job)."""
+        view = self.view
+        state_dir = self._state_dir(view.jid)
+        if not view.jid or view.state in ("running", "ok", ""):
+            self.app.notify(
+                "resume takes a cancelled or failed run; %s is %s"
+                % (view.jid or "no run", view.state or "not started"),
+                severity="warning",
+            )
+            return
+        if state_dir is None:
+            self.app.notify(
+                "%s saved no state to resume from (artifacts/state.json + state.ckpt)" % view.jid,
+                severity="warning",
+                timeout=8,
+            )
+            return
+        self.app.start_job("train", resume_overrides(view.cfg, view.jid))
+
+    def _state_dir(self, jid: Optional[str]):
+        """The run's folder when it saved a resumable state, else None."""
+        job = self.app.tracker.jobs.get(jid or "")
+        if job is None:
+            return None
+        art = job.dir / "artifacts"
+        return job.dir if (art / "state.json").is_file() and (art / "state.ckpt").is_file() else None
+
+    def show_refusal(self, text: str) -> None:
+        """A start that was refused: its reason on the screen's error line (the followed run goes on)."""
+        error = self.query_one("#error", Static)
+        error.update(Text(text, style="bold red"))
+        error.display = True
+        self.forget("error")
 
     def action_test(self) -> None:
         """Evaluate the followed run's best checkpoint on the test set (counted); ask first if the run did not end ok."""
@@ -340,6 +449,9 @@ class TrainingScreen(WorkbenchScreen):
         keys[part] = key
         return True
 
+    def shown_run(self) -> Optional[str]:
+        return self.view.jid
+
     def render_view(self, view: TrainingView) -> None:
         plain = self.app.low_bandwidth
         if view.jid and view.jid != self.form_from and view.cfg:
@@ -351,7 +463,8 @@ class TrainingScreen(WorkbenchScreen):
             self.query_one("#runline", Static).update(self._runline(view, eta), layout=False)  # fixed size: no reflow
         if self._changed("testline", (view.jid, len(view.tests))):
             self.query_one("#testline", Static).update(test_line(view), layout=False)
-        if self._changed("error", (view.jid, id(view.error))):
+        late = view.refused_after()
+        if self._changed("error", (view.jid, id(view.error), view.state, late.jid if late else None)):
             self._error(view)
         if self._changed("curves", (view.jid, view.steps_seen)):
             shown = list(view.step_ms)[-SPARK_POINTS:]
@@ -399,16 +512,26 @@ class TrainingScreen(WorkbenchScreen):
             self.query_one("#profile", Static).update(prof if prof is not None else "")
 
     def _error(self, view: TrainingView) -> None:
-        error = self.query_one("#error", Static)
-        error.display = bool(view.error)
+        """What went wrong with the followed run (and how to resume it), or a later start that was refused."""
+        text = Text()
+        late = view.refused_after()
+        if late is not None:  # a start the supervisor refused after all: say why, keep following the run
+            text.append("%s not started: %s — following %s" % (late.jid, late.label, view.jid), style="bold red")
         if view.error:
             message = str(view.error.get("message") or "").split("\n")[0]
-            text = Text(
+            if text:
+                text.append("\n")
+            text.append(
                 "%s: %s" % (view.error.get("type"), message[:240] + ("…" if len(message) > 240 else "")),
                 style="bold red",
             )
             if view.error.get("hint"):
                 text.append("\nhint: " + str(view.error["hint"]), style="yellow")
+        if view.state in ("cancelled", "failed", "timed-out", "stalled") and self._state_dir(view.jid) is not None:
+            text.append(("\n" if text else "") + "state saved: r resumes %s" % view.jid, style="yellow")
+        error = self.query_one("#error", Static)
+        error.display = bool(text)
+        if text:
             error.update(text)
 
     def _runline(self, view: TrainingView, eta: Optional[float]) -> Text:
@@ -416,7 +539,7 @@ class TrainingScreen(WorkbenchScreen):
             return Text("no training run yet — set the form and press s (ctrl+s in a field) to start", style="dim")
         started = view.started
         dev = started.get("device") or {}
-        line = Text(no_wrap=True, overflow="ellipsis")
+        line = Text()  # wraps at word boundaries: two rows on narrow terminals
         line.append(view.jid + " ", style="bold")
         if ((view.cfg.get("data") or {}).get("source")) == "synthetic":
             line.append("SYNTHETIC DATA ", style="bold black on yellow")
@@ -441,3 +564,26 @@ class TrainingScreen(WorkbenchScreen):
             )
         )
         return line
+
+
+def stop_question(view: TrainingView) -> str:
+    """What stopping the followed run does, at the step it has reached (the job saves its state where it stops)."""
+    prog = view.progress
+    where = ""
+    if type(prog.get("done")) is int and type(prog.get("total")) is int:
+        where = " (last progress: step %d of %d)" % (prog["done"], prog["total"])
+    return (
+        "Stop %s%s? It saves its state at the step it stops on (the job's message names it); "
+        "r on this screen then resumes it as a new run." % (view.jid, where)
+    )
+
+
+def resume_overrides(cfg: Dict[str, Any], jid: str) -> Dict[str, Any]:
+    """A new train job that resumes `jid` from its saved state, with the run's own settings (device as asked)."""
+    keep = {section: cfg[section] for section in ("model", "train", "data") if isinstance(cfg.get(section), dict)}
+    out: Dict[str, Any] = {k: dict(v) for k, v in keep.items()}
+    out.setdefault("train", {})["resume_from"] = jid
+    device = cfg.get("device")
+    if isinstance(device, dict):
+        out["device"] = {"target": device.get("requested") or device.get("target"), "id": device.get("id", 0)}
+    return out

@@ -57,10 +57,12 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
     )
     t.add_row(
         "steady",
-        "median %s  p95 %s"
+        "median %s  p95 %s  (%s)"
         % (
             _f(steady.get("median_ms", upper_median(view.step_ms)), "%.2f", " ms"),
             _f(steady.get("p95_ms"), "%.2f", " ms"),
+            # the window these figures are over, so they are not read against the chart's last steps
+            ("%s steps of the %s" % (steady.get("n"), perf.get("scope") or "run")) if steady else "recent steps",
         ),
     )
     # In a data-parallel run these figures are rank 0's; the rank rows follow at once, inside the
@@ -185,26 +187,25 @@ def _median(values: List[float]) -> Optional[float]:
 
 
 def loss_label(view: TrainingView) -> str:
-    """The loss chart's caption: last and min both read from the plotted series, which says what a point is."""
+    """The loss chart's caption: what a point is, the last value and the y-range, read from the plotted series."""
     points = list(view.loss)
     per = view.loss.per_point
     what = "1 step" if per == 1 else "mean of %d steps" % per
-    return "loss (a point = %s): last %s  min %s" % (
+    return "loss, a point = %s: last %s  min %s  max %s" % (
         what,
         _f(points[-1] if points else None, "%.4f"),
         _f(min(points) if points else None, "%.4f"),
+        _f(max(points) if points else None, "%.4f"),
     )
 
 
 def step_label(view: TrainingView, shown: List[float]) -> str:
-    """The step-time chart's caption: its scale (min, median, max of the plotted steady steps) and what is left out."""
-    compile_s = view.compile_ms[0] / 1000.0 if view.compile_ms else None
-    return "step ms, steady: min %s  med %s  max %s  (compile %s, %d warm-up hidden)" % (
+    """The step-time chart's caption: its window, what a bar is, and its y-range (min, median, max of the bars)."""
+    return "step ms, last %d steady, a bar = 1 step: min %s med %s max %s" % (
+        len(shown),
         _f(min(shown) if shown else None, "%.1f"),
         _f(_median(shown), "%.1f"),
         _f(max(shown) if shown else None, "%.1f"),
-        _f(compile_s, "%.2f", " s"),
-        view.warmup_seen,
     )
 
 
@@ -263,9 +264,9 @@ def test_results(view: TrainingView) -> List[Dict[str, Any]]:
 def test_line(view: TrainingView) -> Text:
     """The followed run's test-set result: accuracy, macro-F1, checkpoint, epoch and how many evaluations."""
     results = test_results(view)
-    line = Text(no_wrap=True, overflow="ellipsis")
+    line = Text()  # wraps at word boundaries on narrow terminals (the line is two rows high there)
     if not results:
-        line.append("test set: not evaluated (t or ctrl+t: the best checkpoint, counted and recorded)", style="dim")
+        line.append("test set: not evaluated (t: the best checkpoint, once per session)", style="dim")
         return line
     last = results[-1]
     ckpt = str((last.get("checkpoint") or {}).get("path") or "best.ckpt").rsplit("/", 1)[-1]

@@ -21,8 +21,11 @@ def _deciding(layer: Dict[str, Any]) -> str:
     return summary[len(prefix) :] if summary.startswith(prefix) else summary
 
 
-def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
-    """The table and the next steps as a rich renderable (a line saying why when there is nothing to judge)."""
+def acceptance_renderable(acc: Optional[Dict[str, Any]], shown: int = MISSING_SHOWN) -> Any:
+    """The table and `shown` next steps as a rich renderable (a line saying why when there is nothing to judge).
+
+    shown=0: the next steps are listed elsewhere (the Session screen's runnable list).
+    """
     if not acc:
         return Text("acceptance: no jobs yet", style="dim")
     target = acc.get("target") or {}
@@ -51,10 +54,10 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]]) -> Any:
             if how not in seen:  # one line per key: `s` on the Training screen produces several checks
                 seen.add(how)
                 missing.append((lay["layer"], need))
-    if len(missing) > MISSING_SHOWN:
-        title.append("  · %d more to run: ms-workbench accept" % (len(missing) - MISSING_SHOWN), style="dim")
+    if shown and len(missing) > shown:
+        title.append("  · %d more to run: ms-workbench accept" % (len(missing) - shown), style="dim")
     lines: List[Any] = [title, table]
-    for layer, need in missing[:MISSING_SHOWN]:
+    for layer, need in missing[:shown]:
         how = need.get("key") or need.get("command")
         text = Text.assemble(
             ("  next (%s) " % layer, "dim"),
@@ -73,8 +76,9 @@ class AcceptanceTable(Static):
     AcceptanceTable { height: auto; max-height: 11; padding: 0 1; border-bottom: solid $primary-darken-2; }
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, shown: int = MISSING_SHOWN, **kwargs: Any) -> None:
         super().__init__(acceptance_renderable(None), **kwargs)
+        self.shown = shown  # next-step lines drawn under the table
         self.acceptance: Optional[Dict[str, Any]] = None
         """The acceptance dict last shown (workbench.acceptance.verdict.evaluate's shape)."""
 
@@ -83,4 +87,4 @@ class AcceptanceTable(Static):
         if acc == self.acceptance:
             return
         self.acceptance = acc
-        self.update(acceptance_renderable(acc))
+        self.update(acceptance_renderable(acc, self.shown))

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, List, Tuple
 
 from textual.widgets import Static
 
 from workbench.session.imported import imported_label, imported_summary
+
+SEP = " │ "
+
+
+def fit_parts(parts: List[Tuple[str, int]], width: int) -> str:
+    """The parts joined in their order, leaving out the lowest-priority ones until the line fits `width`.
+
+    The running count and the session id go last, so 80 columns never cut them.
+    """
+    kept = [(text, rank) for text, rank in parts if text]
+    while len(kept) > 1 and len(SEP.join(text for text, _ in kept)) > width:
+        kept.remove(min(kept, key=lambda part: part[1]))
+    return SEP.join(text for text, _ in kept)
 
 
 class StatusBar(Static):
@@ -23,18 +36,16 @@ class StatusBar(Static):
         """Rebuild the line from the app's state (only when it changed)."""
         dev = app.device
         running = len(app.tracker.running()) if app.tracker else 0
-        mode = getattr(app.screen, "title_text", "")
-        text = "ms-workbench │ %s │ session %s%s%s │ device %s:%s (%s) │ %s running%s" % (
-            mode,
-            app.sid or "(new)",
-            self._imported(app),
-            self._reading(app),
-            dev["resolved"],
-            dev["id"],
-            "auto" if dev["requested"] == "auto" else "set",
-            running,
-            " │ low-bandwidth" if app.low_bandwidth else "",
-        )
+        parts = [
+            ("ms-workbench", 0),
+            (getattr(app.screen, "title_text", ""), 3),
+            ("session %s%s%s" % (app.sid or "(new)", self._imported(app), self._reading(app)), 4),
+            ("device %s:%s (%s)" % (dev["resolved"], dev["id"], "auto" if dev["requested"] == "auto" else "set"), 2),
+            ("%s running" % running, 5),
+        ]
+        if app.low_bandwidth:
+            parts.append(("low-bandwidth", 1))
+        text = fit_parts(parts, (self.size.width or app.size.width) - 2)
         if text != getattr(self, "_text", None):
             self._text = text
             self.update(text, layout=False)  # one fixed line: no reflow of the screen

@@ -131,22 +131,29 @@ async def test_r_runs_an_export_from_the_picked_training_job(tmp_path, monkeypat
 
 
 def test_picker_offers_train_jobs_newest_first_and_defaults_to_the_latest_ok_one(tmp_path):
-    def job(jid: str, kind: str, state: str) -> TrackedJob:
+    def job(jid: str, kind: str, state: str, reason: str = "", ckpt: bool = False) -> TrackedJob:
+        if ckpt:
+            (tmp_path / jid / "artifacts").mkdir(parents=True)
+            (tmp_path / jid / "artifacts" / "best.ckpt").write_bytes(b"weights")
         return TrackedJob(
             tmp_path / jid,
             {"kind": kind},
             EventReader(str(tmp_path / jid / "events.jsonl")),
-            JobStatus(state, "", None),
+            JobStatus(state, reason, None),
         )
 
     jobs = [
         job("train-001", "train", "ok"),
         job("data-001", "data", "ok"),
         job("train-002", "train", "ok"),
-        job("train-003", "train", "failed"),
+        job("train-003", "train", "failed", "returncode 1", ckpt=True),  # failed after an epoch: it has weights
+        job("train-004", "train", "cancelled", "cancelled"),  # cancelled before any epoch: nothing to export
+        job("train-005", "train", "failed", "refused: device CPU:0 is held by job x/train-003 (pid 1)"),
     ]
     assert [value for _, value in train_choices(jobs)] == ["train-003", "train-002", "train-001", FRESH]
     assert default_choice(jobs) == "train-002"
+    assert default_choice(jobs, candidate_run="train-001") == "train-001"  # the frozen candidate first
+    assert default_choice(jobs, candidate_run="train-004") == "train-002"  # a candidate that is not listed: no
     assert default_choice([job("train-001", "train", "failed")]) == FRESH
     assert export_overrides("train-002") == {"export": {"from": "train-002"}}
     assert export_overrides(FRESH) == {"export": {"from": None}}

@@ -30,7 +30,7 @@ async def test_form_fields_are_labelled_and_checked_by_the_config_rules(tmp_path
         await pilot.press("3")
         await until(pilot, lambda: app.screen.query("#f-epochs"), what="the Training form")
         labels = [str(w.label_text) for w in app.screen.query("LabelledField")]
-        assert labels == ["model", "mode", "precision", "epochs", "batch size", "lr", "device"]
+        assert labels == ["model", "mode", "precision", "device", "epochs", "batch size", "lr", "split"]
         app.screen.query_one("#f-epochs").focus()
         await pilot.press("0")  # a focused field selects its text: typing replaces it
         keys = app.screen.active_bindings
@@ -170,8 +170,8 @@ async def test_palette_has_the_workbench_actions(tmp_path):
         provider = WorkbenchCommands(app.screen)
         titles = [title for title, _, _ in provider.commands()]
         for wanted in (
-            "Start the Training job",
-            "Stop the Training job",
+            "Start a training run",
+            "Stop the followed training run (asks first)",
             "Evaluate on the test set",
             "Profile run",
             "Export the session record",

@@ -2,8 +2,9 @@
 
 Type into the epochs field, press Escape, start a training with the screen's key and see it run; quit
 leaving it running; `attach` at 80×24 lands on the Training screen with the run's settings in the form;
-there the best epoch, the confusion matrix and the per-class table are each one key away, and the footer
-shows 1–6 and q. One small real training (synthetic data, a few samples per epoch) serves every step.
+there the best epoch, the confusion matrix and the per-class table are each one key away, the footer
+shows 1–6, q and the screen's keys whole; a second start is refused in place (no job), x asks before
+stopping, and r resumes the stopped run. One small real training (synthetic data, a few samples per epoch) serves every step.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
     see("6 Session", what="the footer")
     terminal.keys("3")
     see("batch size", what="the Training form's labels")
-    terminal.keys("Tab", "Tab", "Tab", "Tab")  # the screen, then model, mode, precision: the epochs field
+    # the screen, then model, mode, precision, device (the form's first row): the epochs field
+    terminal.keys("Tab", "Tab", "Tab", "Tab", "Tab")
     see(r"\^s Start", what="ctrl+s in the footer while a field is focused")
     terminal.type("200")  # a focused field selects its text: typing replaces it
     see(r" 200 ", what="the typed epochs")
@@ -132,8 +134,8 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         see(r"│ Training │", what="attach to land on the Training screen")
         see(r"form = the settings of train-001", what="the form filled from the run")
         assert re.search(r"epochs.*\n.* 200 ", terminal.last), terminal.last
-        footer = terminal.last.rstrip("\n").splitlines()[-1]
-        for key in ("1 Env", "2 Data", "3 Train", "4 Align", "5 Export", "6 Session", "q Quit"):
+        footer = "\n".join(terminal.last.rstrip("\n").splitlines()[-2:])  # two lines at 80 columns
+        for key in ("1 Env", "2 Data", "3 Train", "4 Align", "5 Export", "6 Session", "q Quit", "s Start", "x Stop"):
             assert key in footer, "%r not in the 80-column footer %r" % (key, footer)
         # the screen paints before the run's events are read ("reading events N %"), then catches up
         see(r"best: epoch \d+", what="the run's epochs once its events are read")
@@ -144,11 +146,28 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         see(r"true\\pred", what="the confusion matrix after m")
         terminal.keys("k")
         see(r"class +P +R +F1", what="the per-class table after k")
+        terminal.keys("s")  # the device is held by train-001: refused in place, no job made
+        see(r"not started: device CPU:0 is held by job", what="the refusal on the Training screen")
+        assert sorted(p.name for p in job_dir.parent.iterdir()) == ["train-001"]
         terminal.keys("x")
-        wait_for(lambda: job_status(job_dir).state == "cancelled", 60, what="x to stop the run")
+        see(r"Stop train-001", what="the question before stopping")
+        assert job_status(job_dir).state == "running"
+        terminal.keys("y")
+        wait_for(lambda: job_status(job_dir).state == "cancelled", 60, what="x then y to stop the run")
         see(r"train-001 .*(CANCELLED|cancelled)", what="the run line to say the run was stopped")
+        see(r"state saved: r resumes train-001", what="the resume hint")
+        terminal.keys("r")
+        resumed = job_dir.parent / "train-002"
+        wait_for(lambda: (resumed / "config.json").exists(), 60, what="r to start the resumed run")
+        assert read_json(resumed / "config.json")["train"]["resume_from"] == "train-001"
+        see(r"train-002 .*(RUNNING|running)", what="the resumed run followed")
+        JobRunner.cancel(resumed)
+        JobRunner.wait(resumed, timeout_s=30)
         terminal.keys("q")
         see("TUI-EXITED 0", what="the TUI to quit")
     finally:
         JobRunner.cancel(job_dir)
         JobRunner.wait(job_dir, timeout_s=30)
+        if (job_dir.parent / "train-002").exists():
+            JobRunner.cancel(job_dir.parent / "train-002")
+            JobRunner.wait(job_dir.parent / "train-002", timeout_s=30)

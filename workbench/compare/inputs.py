@@ -163,10 +163,17 @@ def candidate_runs(store: SessionStore, sid: str, exclude: Optional[Path] = None
         for job in reversed(store.jobs(session)):
             if not job.name.startswith("train-") or (skip is not None and job.resolve() == skip):
                 continue
-            state = job_status(job).label()
+            status = job_status(job)
+            if status.reason.startswith("refused:"):
+                continue  # refused at once by a held device: it never ran, nothing to compare
+            state = _clip(status.label(), 40)
             where = "this session" if session == sid else "imported from %s" % ((mark or {}).get("host") or "?")
             out.append((job, "%s/%s  %s  (%s)" % (session, job.name, state, where)))
     return out
+
+
+def _clip(text: str, cells: int) -> str:
+    return text if len(text) <= cells else text[: cells - 1] + "…"
 
 
 def _device_and_config(job: Path) -> Tuple[str, Dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -166,11 +167,41 @@ def job_argv(kind: str, python: str, job_dir: Path, msrun: Optional[MsrunPlan] =
     return [python, "-m", "jobs.%s" % kind, "--job-dir", str(job_dir)]
 
 
+HOLDER_PID = re.compile(r"\(pid (\d+)\)")
+
+
+def lock_holder(lock_path: Path) -> Optional[str]:
+    """Who holds a device lock now, read from the holder's line (no flock is taken: a probe must not refuse a job).
+
+    None when the file is missing, names no pid, or its pid no longer runs; the supervisor's flock stays the rule.
+    """
+    try:
+        text = lock_path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    found = HOLDER_PID.search(text)
+    return text if found and pid_running(int(found.group(1))) else None
+
+
 class JobRunner:
     """Creates job folders, starts supervisors in their own sessions, and stops jobs."""
 
     def __init__(self, store: SessionStore):
         self.store = store
+
+    @staticmethod
+    def device_held(kind: str, cfg: Dict[str, Any]) -> Optional[str]:
+        """Why a job would be refused at once (its device is held by a running job), None when it may start."""
+        if kind not in JOB_KINDS:
+            return None
+        cfg = effective_config(cfg)
+        if not needs_device(kind, cfg) or is_data_parallel(kind, cfg):
+            return None
+        for target, device_id in device_targets(kind, cfg):
+            holder = lock_holder(lock_dir() / lock_name(target, device_id))
+            if holder is not None:
+                return "device %s:%d is held by %s" % (target, device_id, holder)
+        return None
 
     def start(self, sid: str, kind: str, cfg: Dict[str, Any], command: Optional[List[str]] = None) -> Path:
         """Start a job; return its folder at once (the job runs on without us)."""

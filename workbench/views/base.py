@@ -34,23 +34,56 @@ class View:
         """Re-read what the screen shows from the records (override)."""
 
 
+def refused(record: JobRecord) -> bool:
+    """True for a job its supervisor refused at once (its device was held): it never ran."""
+    return str(getattr(record.status, "reason", "") or "").startswith("refused:")
+
+
 class LatestJobView(View):
-    """A view that follows the newest job of its kinds (the session model's one rule)."""
+    """A view that follows one job of its kinds: the one the user chose, else the newest that was not refused."""
+
+    follows: tuple = ()  # the kinds it follows (default: all its kinds)
 
     def __init__(self, model: SessionModel) -> None:
         super().__init__(model)
         self.record = JobRecord("")
+        self.pinned: Optional[str] = None  # a job the user chose (Session screen's Enter); None: the newest
         self.reset(None)
 
     def reset(self, jid: Optional[str]) -> None:
         """A newer job is followed (extend to clear the subclass's own fields)."""
 
+    def candidates(self) -> List[JobRecord]:
+        """The jobs this view can follow, oldest first: refused ones are left out (they never ran)."""
+        return [r for r in self.model.of_kind(*(self.follows or self.kinds)) if not refused(r)]
+
+    def choose(self) -> Optional[JobRecord]:
+        """The job to follow: the pinned one while it exists, else the newest that was not refused."""
+        if self.pinned is not None and self.pinned in self.model.records:
+            return self.model.records[self.pinned]
+        found = self.candidates()
+        return found[-1] if found else None
+
+    def follow(self, jid: Optional[str]) -> None:
+        """Follow this job from now on (None: the newest again)."""
+        self.pinned = jid
+        self.refresh()
+        self.version += 1
+
+    def refused_after(self) -> Optional[JobRecord]:
+        """The newest refused job started after the followed one (its reason belongs on the screen), else None."""
+        records = self.model.of_kind(*(self.follows or self.kinds))
+        newest = records[-1] if records else None
+        if newest is None or newest is self.record or not refused(newest):
+            return None
+        return newest
+
     def refresh(self) -> None:
-        """Follow the newest job of the kinds."""
-        newest = self.model.newest(*self.kinds)
-        if newest is not None and newest is not self.record:
-            self.record = newest
-            self.reset(newest.jid)
+        """Follow the chosen job of the kinds."""
+        chosen = self.choose()
+        if chosen is not None and chosen is not self.record:
+            self.record = chosen
+            self.reset(chosen.jid)
 
     @property
     def jid(self) -> Optional[str]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from workbench.events.protocol import Evidence
 from workbench.views.base import LatestJobView
 
+BEST_CKPT = "best.ckpt"  # the train job's best checkpoint (jobs/common/checkpoint_files.py)
 FRESH = "__fresh__"  # the run picker's value for "no training job: a freshly initialised net"
 FORMAT_ORDER = {"ckpt": 0, "mindir": 1, "lite": 2}
 
@@ -72,23 +74,33 @@ class ExportView(LatestJobView):
         return out
 
 
-def train_choices(jobs: Iterable[Any]) -> List[Tuple[str, str]]:
-    """(label, value) for the run picker: every train job of the session, newest first, then a fresh net."""
+def exportable(job: Any) -> bool:
+    """A train job that has weights to export: it ended ok, or it wrote a best checkpoint (never a refused one)."""
+    if getattr(job, "kind", None) != "train" or str(job.status.reason or "").startswith("refused:"):
+        return False
+    return job.status.state == "ok" or (Path(job.dir) / "artifacts" / BEST_CKPT).is_file()
+
+
+def train_choices(jobs: Iterable[Any], candidate_run: Optional[str] = None) -> List[Tuple[str, str]]:
+    """(label, value) for the run picker: train jobs with weights, newest first (the candidate's marked), then a fresh net."""
     out = []
     for job in reversed(list(jobs)):
-        if getattr(job, "kind", None) != "train":
-            continue
-        out.append(("%s · %s" % (job.jid, job.status.state), job.jid))
-    out.append(("fresh net (no training job)", FRESH))
+        if exportable(job):
+            mark = " · candidate" if job.jid == candidate_run else ""
+            out.append(("%s · %s%s" % (job.jid, job.status.state, mark), job.jid))
+    out.append(("initial weights (untrained net)", FRESH))
     return out
 
 
-def default_choice(jobs: Iterable[Any]) -> str:
-    """The latest train job that ended ok, else a fresh net."""
-    ok = [job.jid for job in jobs if getattr(job, "kind", None) == "train" and job.status.state == "ok"]
+def default_choice(jobs: Iterable[Any], candidate_run: Optional[str] = None) -> str:
+    """The frozen candidate's run when it is listed, else the latest train job that ended ok, else a fresh net."""
+    listed = [job for job in jobs if exportable(job)]
+    if candidate_run is not None and any(job.jid == candidate_run for job in listed):
+        return candidate_run
+    ok = [job.jid for job in listed if job.status.state == "ok"]
     return ok[-1] if ok else FRESH
 
 
-def export_overrides(choice: Optional[str]) -> Dict[str, Any]:
-    """Config overrides that run the export from a picker value."""
-    return {"export": {"from": None if choice in (None, FRESH) else str(choice)}}
+def export_overrides(choice: Optional[str], initial: Optional[str] = None) -> Dict[str, Any]:
+    """Config overrides that run the export from a picker value (`initial`: how the config names initial weights)."""
+    return {"export": {"from": initial if choice in (None, FRESH) else str(choice)}}

@@ -27,6 +27,7 @@ class JobRow:
     written: int = 0  # lines appended (monotonic; at most RECENT_EVENTS a batch): a screen appends only the new
     lines: Deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
     damaged_seen: int = 0  # damaged lines of the job's record already shown
+    created: float = 0.0  # when the job was made (job.json): the table's order
 
 
 class SessionView(View):
@@ -47,6 +48,7 @@ class SessionView(View):
                 job.status.reason,
                 job.status.duration_s,
                 "%s:%s" % (dev.get("resolved", "?"), dev.get("id", 0)),
+                created=_created(job.spec),
             )
             self.rows[job.jid] = row
         return row
@@ -93,5 +95,10 @@ class SessionView(View):
         self.version += 1
 
     def ordered(self) -> List[JobRow]:
-        """Rows in start order."""
-        return list(self.rows.values())
+        """Rows in start order (creation time, then id), whatever order the jobs were found in."""
+        return sorted(self.rows.values(), key=lambda row: (row.created, row.jid))
+
+
+def _created(spec: Dict[str, Any]) -> float:
+    value = spec.get("created")
+    return float(value) if type(value) in (int, float) else 0.0

@@ -15,12 +15,7 @@ class TrainingView(LatestJobView):
     """Reads the newest `train` job's record (and the session's `test` jobs) for the Training screen."""
 
     kinds = ("train", "test")
-
-    def refresh(self) -> None:
-        """Follow the newest train job (test jobs only add evaluations)."""
-        newest = self.model.newest("train")
-        if newest is not None and newest is not self.record:
-            self.record = newest
+    follows = ("train",)  # test jobs only add evaluations
 
     @property
     def tests(self) -> List[Dict[str, Any]]:
