@@ -43,6 +43,9 @@ def job_of(command: str) -> Optional[Dict[str, Any]]:
     overrides: Dict[str, Any] = {}
     rest = words[3:]
     while rest:
+        if rest[0] in ("--session", "--sessions") and len(rest) >= 2:  # this session: the TUI runs it here
+            rest = rest[2:]
+            continue
         if rest[0] != "--set" or len(rest) < 2:
             return None  # an option the TUI does not pass on: leave it to the shell
         try:

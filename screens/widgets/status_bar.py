@@ -11,7 +11,7 @@ from workbench.session.imported import imported_label, imported_summary
 SEP = " │ "
 
 
-def fit_parts(parts: List[Tuple[str, int]], width: int) -> str:
+def fit_parts(parts: List[Tuple[str, float]], width: int) -> str:
     """The parts joined in their order, leaving out the lowest-priority ones until the line fits `width`.
 
     The running count and the session id go last, so 80 columns never cut them.
@@ -39,7 +39,8 @@ class StatusBar(Static):
         parts = [
             ("ms-workbench", 0),
             (getattr(app.screen, "title_text", ""), 3),
-            ("session %s%s%s" % (app.sid or "(new)", self._imported(app), self._reading(app)), 4),
+            ("session %s%s" % (app.sid or "(new)", self._reading(app)), 4),
+            (self._imported(app).strip(" ()"), 4.5),  # a read-only record says so before anything but the count
             ("device %s:%s (%s)" % (dev["resolved"], dev["id"], "auto" if dev["requested"] == "auto" else "set"), 2),
             ("%s running" % running, 5),
         ]

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from tests.ui.recorded import FIXTURES, OK_EXIT, make_recorded_session
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session
 from workbench.config.layers import defaults
 from workbench.run.device import lock_name
 from workbench.run.runner import lock_dir

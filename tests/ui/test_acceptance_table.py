@@ -90,7 +90,9 @@ async def test_the_session_screen_opens_with_the_acceptance_accept_computes(tmp_
             lambda: table.acceptance is not None and table.acceptance["layers"] == expected["layers"],
             what="the Session screen's acceptance to equal evaluate() on the session folder",
         )
-        assert table.region.y <= 2  # the first thing under the header
+        assert table.region.y <= 3  # the first thing under the header and the candidate line
         text = _plain(table)
         assert "BLOCKED" in text and "device" in text
-        assert "p on the Environment screen" in text  # a missing piece shows the key that produces it
+        steps = app.screen.query_one("#next")  # a missing piece shows the key that produces it, runnable with Enter
+        shown = [str(steps.get_option_at_index(i).prompt) for i in range(steps.option_count)]
+        assert any("p on the Environment screen" in line for line in shown), shown

@@ -3,12 +3,12 @@ acts ask first, a cancelled run resumes from the TUI, and the candidate and the 
 
 from __future__ import annotations
 
-from tests.ui.recorded import text_of, until, wait_ingested
-
 from screens.app import WorkbenchApp
 from screens.commands import WorkbenchCommands
 from screens.dialogs import ConfirmScreen
 from screens.training import PANE_KEYS, PANES, TrainingScreen
+from tests.support.pilot import until
+from tests.support.recorded import text_of, wait_ingested
 from tests.support.workflow import (
     CANCELLED_EXIT,
     FIXTURES,
@@ -299,7 +299,8 @@ async def test_the_session_screen_lists_the_next_steps_and_enter_runs_one(tmp_pa
         steps = app.screen.query_one("#next")
         await until(pilot, lambda: steps.option_count > 0, what="the next steps")
         labels = [str(steps.get_option_at_index(i).prompt) for i in range(steps.option_count)]
-        overfit = next(i for i, label in enumerate(labels) if "run overfit" in label)
+        overfit = next((i for i, label in enumerate(labels) if "run overfit" in label), None)
+        assert overfit is not None, labels
         assert any("run resume" in label for label in labels) and any("run precision" in label for label in labels)
         steps.focus()
         steps.highlighted = overfit
