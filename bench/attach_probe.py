@@ -66,15 +66,17 @@ def attach(
     key: Optional[bytes] = None,
     key_after_s: float = 0.3,
     key_shows: bytes = b"",
+    argv: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
     """Run `python -m workbench attach SID` until it has painted and caught up; return its marks, then kill it.
 
     With `key`, that key is typed `key_after_s` after the first paint was seen and the time until
     `key_shows` appears on the terminal is reported (the UI answering while it catches up).
+    `argv` runs another program that writes the same marks (bench/minimal_app.py, the baseline).
     """
     compile_tree()
     info = sessions / sid / "session.json"
-    kept = info.read_bytes()  # a key that switches screens records the screen there: put it back after
+    kept = info.read_bytes() if info.exists() else None  # a key that switches screens records the screen there
     with tempfile.TemporaryDirectory(prefix="ms-workbench-attach-") as tmp:
         timing = Path(tmp) / "timing.jsonl"
         env = dict(
@@ -89,7 +91,7 @@ def attach(
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
         os.set_blocking(master, False)
-        argv = [sys.executable, "-m", "workbench", "attach", sid, "--sessions", str(sessions)]
+        argv = argv or [sys.executable, "-m", "workbench", "attach", sid, "--sessions", str(sessions)]
         t0 = time.perf_counter()
         proc = subprocess.Popen(
             argv,
@@ -139,7 +141,8 @@ def attach(
                 pass
             proc.wait()
             os.close(master)
-            info.write_bytes(kept)
+            if kept is not None:
+                info.write_bytes(kept)
         marks = _marks(timing)
     paint, caught = marks.get("first_paint", {}), marks.get("caught_up", {})
     return {
@@ -157,6 +160,11 @@ def attach(
         "key_before_caught_up": seen.get("key_before_caught_up"),
         "timed_out": not (paint and caught),
     }
+
+
+def baseline_paint(timeout_s: float = 60.0) -> Dict[str, Any]:
+    """The minimal Textual app (bench/minimal_app.py) in the same pseudo-terminal: its first paint is the floor."""
+    return attach(ROOT, "-", timeout_s=timeout_s, argv=[sys.executable, str(ROOT / "bench" / "minimal_app.py")])
 
 
 def summary(row: Dict[str, Any]) -> List[str]:

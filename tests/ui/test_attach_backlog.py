@@ -86,7 +86,7 @@ def _facts(record: JobRecord) -> dict:
 
 
 async def test_the_screen_paints_before_a_big_backlog_is_read_then_catches_up_to_the_one_shot_record(tmp_path):
-    events = build_session(tmp_path, "train", EVENTS)
+    events = build_session(tmp_path, "train-per-line", EVENTS)
     size = events.stat().st_size
     assert size > 40 * SLICE_BYTES
     app = GatedApp(SessionStore(tmp_path), SID, defaults())

@@ -29,8 +29,8 @@ def compare_in_child(root: Path) -> dict:
 
 
 def test_compare_memory_is_flat_in_the_number_of_events(tmp_path):
-    build_session(tmp_path / "small", "train", 15000)
-    build_session(tmp_path / "big", "train", 150000)
+    build_session(tmp_path / "small", "train-per-line", 15000)
+    build_session(tmp_path / "big", "train-per-line", 150000)
     small, big = compare_in_child(tmp_path / "small"), compare_in_child(tmp_path / "big")
     assert 0 < big["points"] <= 400 and small["points"] > 0  # a loss curve was drawn from the steps
     assert big["rss_mb"] - small["rss_mb"] < GROWTH_MB, (small, big)

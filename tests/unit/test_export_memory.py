@@ -33,8 +33,8 @@ def export_in_child(root: Path) -> dict:
 
 
 def test_export_memory_is_flat_in_the_number_of_events(tmp_path):
-    small_events = build_session(tmp_path / "small", "train", 15000)
-    big_events = build_session(tmp_path / "big", "train", 150000)
+    small_events = build_session(tmp_path / "small", "train-per-line", 15000)
+    big_events = build_session(tmp_path / "big", "train-per-line", 150000)
     steps_small = sum(1 for line in small_events.open() if '"type":"step"' in line)
     steps_big = sum(1 for line in big_events.open() if '"type":"step"' in line)
     small, big = export_in_child(tmp_path / "small"), export_in_child(tmp_path / "big")
