@@ -24,6 +24,7 @@ from workbench.views.session import RECENT_EVENTS
 
 SLICE_BYTES = 64 * 1024
 EVENTS = 20_000  # about 3.8 MB of the recorded training job's lines: some 60 slices
+LOADED_S = 60.0  # the condition waits' limit: a loaded machine (parallel workers, 2 cores) draws slowly
 
 
 class GatedApp(WorkbenchApp):
@@ -91,16 +92,18 @@ async def test_the_screen_paints_before_a_big_backlog_is_read_then_catches_up_to
     assert size > 40 * SLICE_BYTES
     app = GatedApp(SessionStore(tmp_path), SID, defaults())
     async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: app.painted, what="the first paint")
+        await until(pilot, lambda: app.painted, timeout_s=LOADED_S, what="the first paint")
         assert app.read_at_paint == 0 and app.tracker.jobs["train-001"].reader.offset == 0 < size
         assert app.tracker.jobs["train-001"].status.state == "ok"  # the job's status came from its files
-        await until(pilot, lambda: "reading events 0 %" in _status(app), what="the status bar to say it is reading")
+        await until(
+            pilot, lambda: "reading events 0 %" in _status(app), LOADED_S, what="the status bar to say it is reading"
+        )
         assert not app.tracker.caught_up
 
         app.gate_open = True
-        await until(pilot, lambda: app.tracker.caught_up, timeout_s=60, what="the backlog to be read")
-        await settled(pilot)
-        await until(pilot, lambda: "reading events" not in _status(app), what="the reading note to go")
+        await until(pilot, lambda: app.tracker.caught_up, timeout_s=2 * LOADED_S, what="the backlog to be read")
+        await settled(pilot, LOADED_S)
+        await until(pilot, lambda: "reading events" not in _status(app), LOADED_S, what="the reading note to go")
 
     reads = app.read_after_poll
     assert reads[0] <= SLICE_BYTES  # the first poll read one slice, not the file
@@ -135,17 +138,19 @@ async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_af
         store, sid, state_config()
     )  # lands on the default screen, reads everything, then shows `screen`
     async with after.run_test(size=(120, 36)) as pilot:
-        await settled(pilot)
+        await settled(pilot, LOADED_S)
         await pilot.press(KEYS[screen])
-        await until(pilot, lambda: after.current_mode == screen, what="the %s screen" % screen)
-        await settled(pilot)
+        await until(pilot, lambda: after.current_mode == screen, LOADED_S, what="the %s screen" % screen)
+        await settled(pilot, LOADED_S)
+        # The status bar redraws on the screen's timer: its reading note can outlive the last read by a tick.
+        await until(pilot, lambda: "reading events" not in _status(after), LOADED_S, what="the reading note to go")
         expected = _screen_text(after)
     store.remember_ui(sid, last_screen=screen)
     before = GatedApp(store, sid, state_config())  # lands on `screen` and draws it before reading a line
     async with before.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: before.painted and drew_its_model(before.screen), what="a first drawing")
+        await until(pilot, lambda: before.painted and drew_its_model(before.screen), LOADED_S, what="a first drawing")
         assert before.current_mode == screen and before.events_ingested == 0
         before.gate_open = True
-        await settled(pilot)
-        await until(pilot, lambda: "reading events" not in _status(before), what="the reading note to go")
+        await settled(pilot, LOADED_S)
+        await until(pilot, lambda: "reading events" not in _status(before), LOADED_S, what="the reading note to go")
         assert _screen_text(before) == expected
