@@ -5,11 +5,13 @@ One long real training job (MLP, CPU, graph mode) runs from this tree. Each arm 
 tree, optionally a second tree (`--before-tree`, e.g. the previous commit), and a control, this
 tree attached to a finished copy of the same session (same size, nothing arriving). Every TUI is
 frozen (cgroup freezer, else SIGSTOP) except the one whose window it is, so the arms never compete
-and are measured seconds apart in one run. A thawed TUI first catches up on what arrived while it was frozen (0.5 s,
-not measured: that reading would happen anyway while following); then each window's UI CPU share is
-the UI process's CPU seconds in it (from /proc/<pid>/stat) over the window's length; windows where every TUI is frozen give the floor of
-the measurement (must be ~0) and, with the job's own steady steps, the images/s the following
-windows are compared with.
+and are measured seconds apart in one run. A following window starts at the thaw: the TUI first
+catches up on what arrived while it was frozen (it reads those lines anyway when it follows all
+along), so its CPU share is the UI process's CPU seconds from the thaw to the window's end (from
+/proc/<pid>/stat) over that time; the share after the catch-up alone is kept too. Windows where every
+TUI is frozen give the floor of the measurement (must be ~0) and, with the job's own steady steps,
+the images/s the following windows are compared with. The tmux server is this bench's own, on a
+socket in its temporary folder: another run of the bench (or anyone's tmux) is never touched.
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from workbench.config.layers import defaults  # noqa: E402
-from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.run.runner import LOCK_DIR_ENV, JobRunner  # noqa: E402
 from workbench.session.store import SessionStore  # noqa: E402
 
-SERVER = "wbbench"  # tmux -L socket name
+SOCKET: List[str] = []  # this run's private tmux socket (a path in its temporary folder)
 FROZEN = "frozen"
-CATCH_UP_S = 0.5  # after a thaw, before its window: the events of the frozen seconds cost the same either way
+CATCH_UP_S = 0.5  # after a thaw: the events of the frozen seconds are read first (counted in the window)
 
 
 class Freezer:
@@ -109,7 +111,9 @@ def start_steady_training(store: SessionStore) -> tuple:
 
 
 def _tmux(*args: str, check: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run(["tmux", "-L", SERVER] + list(args), capture_output=True, text=True, check=check)
+    if not SOCKET:
+        raise RuntimeError("no private tmux socket set: this bench never talks to the default tmux server")
+    return subprocess.run(["tmux", "-S", SOCKET[0]] + list(args), capture_output=True, text=True, check=check)
 
 
 def _tmux_int(target: str, fmt: str) -> Optional[int]:
@@ -190,10 +194,11 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
     spans: List[Dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         sessions = Path(tmp) / "live"
+        os.environ[LOCK_DIR_ENV] = str(Path(tmp) / "locks")  # device locks of this run's own: no other bench's job
         store = SessionStore(sessions)
         sid, job = start_steady_training(store)
         events = job / "events.jsonl"
-        _tmux("kill-server")
+        SOCKET[:] = [str(Path(tmp) / "tmux.sock")]  # a fresh server of this run's own: nothing to kill first
         arms: List[Dict] = []
         try:
             arms.append(_start_tui("this tree", ROOT, sessions, sid, ui_nice))
@@ -207,9 +212,10 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
             order = [a for arm in arms for a in (None, arm)]
             for k in range(windows):
                 arm = order[k % len(order)]
+                thawed_at, ui_thaw = time.time(), {a["name"]: proc_cpu_s(a["pid"]) for a in arms}
                 if arm is not None:
                     arm["freezer"].thaw()
-                    time.sleep(CATCH_UP_S)  # what arrived while it was frozen is read first, outside the window
+                    time.sleep(CATCH_UP_S)  # what arrived while it was frozen is read first, inside the window
                 t0, tmux0 = time.time(), proc_cpu_s(server)
                 ui0 = {a["name"]: proc_cpu_s(a["pid"]) for a in arms}
                 time.sleep(window_s)
@@ -224,7 +230,11 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
                         "arm": name,
                         "t0": t0,
                         "t1": t1,
-                        "ui_cpu_pct": 100.0 * (ui1[arm["name"]] - ui0[arm["name"]]) / (t1 - t0)
+                        "thawed_at": thawed_at,
+                        "ui_cpu_pct": 100.0 * (ui1[arm["name"]] - ui_thaw[arm["name"]]) / (t1 - thawed_at)
+                        if arm
+                        else 100.0 * sum(ui1[n] - ui_thaw[n] for n in ui0) / (t1 - thawed_at),
+                        "ui_cpu_pct_after_catch_up": 100.0 * (ui1[arm["name"]] - ui0[arm["name"]]) / (t1 - t0)
                         if arm
                         else 100.0 * sum(ui1[n] - ui0[n] for n in ui0) / (t1 - t0),
                         "tmux_cpu_pct": 100.0 * (tmux1 - tmux0) / (t1 - t0),
@@ -233,7 +243,7 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
         finally:
             for arm in arms:
                 arm["freezer"].close()
-            _tmux("kill-server")
+            _tmux("kill-server")  # this run's own server, on its own socket
             JobRunner.cancel(job)
             JobRunner.wait(job, 60)
         steps = _steady_steps(events)
@@ -294,22 +304,23 @@ def print_following(t: Dict) -> int:
         return 0
     spans = t["spans"]
     print(
-        "\n| %g-s windows, one training run, ui.nice=%d | n | UI CPU %% of a core, median (quartiles) | mean | "
-        "tmux server %% | images/s ratio to frozen neighbours, median (quartiles) |"
-        % (round(spans[0]["t1"] - spans[0]["t0"], 1), t["ui_nice"])
+        "\n| %g-s windows, one training run, ui.nice=%d | n | UI CPU %% of a core from the thaw (catch-up "
+        "included), median (quartiles) | mean | after the catch-up only | tmux server %% | images/s ratio to frozen "
+        "neighbours, median (quartiles) |" % (round(spans[0]["t1"] - spans[0]["t0"], 1), t["ui_nice"])
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for arm in t["arms"] + [FROZEN]:
         mine = [s for s in spans if s["arm"] == arm]
         label = "every TUI frozen (floor)" if arm == FROZEN else arm + " following"
         cpu = [s["ui_cpu_pct"] for s in mine]
         print(
-            "| %s | %d | %s | %.1f | %s | %s |"
+            "| %s | %d | %s | %.1f | %s | %s | %s |"
             % (
                 label,
                 len(mine),
                 _quartiles(cpu),
                 statistics.mean(cpu),
+                _quartiles([s["ui_cpu_pct_after_catch_up"] for s in mine]),
                 _quartiles([s["tmux_cpu_pct"] for s in mine]),
                 "" if arm == FROZEN else _quartiles(_ratios(spans, arm), "%.3f"),
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import statistics
 import sys
@@ -27,7 +28,7 @@ from bench.ui_follow import follow_training, print_following  # noqa: E402
 from screens.app import WorkbenchApp  # noqa: E402
 from workbench.config.layers import defaults  # noqa: E402
 from workbench.events.protocol import encode  # noqa: E402
-from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.run.runner import LOCK_DIR_ENV, JobRunner  # noqa: E402
 from workbench.session.store import SessionStore  # noqa: E402
 
 
@@ -52,6 +53,7 @@ def cpu_s() -> float:
 async def follow_drill(rate: float, seconds: float, mode: str) -> dict:
     """Run a drill at `rate` events/s for `seconds` with the app following it on screen `mode`."""
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ[LOCK_DIR_ENV] = str(Path(tmp) / "locks")  # device locks of this run's own
         store = SessionStore(Path(tmp))
         sid = store.create()
         cfg = defaults()

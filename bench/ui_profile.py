@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import cProfile
 import io
+import os
 import pstats
 import resource
 import sys
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.ui_follow import start_steady_training  # noqa: E402
 from screens.app import WorkbenchApp  # noqa: E402
 from workbench.config.layers import defaults  # noqa: E402
-from workbench.run.runner import JobRunner  # noqa: E402
+from workbench.run.runner import LOCK_DIR_ENV, JobRunner  # noqa: E402
 from workbench.session.store import SessionStore  # noqa: E402
 
 
@@ -72,6 +73,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ[LOCK_DIR_ENV] = str(Path(tmp) / "locks")  # device locks of this run's own
         store = SessionStore(Path(tmp))
         sid, job = start_steady_training(store)
         try:
