@@ -101,4 +101,4 @@ class SessionView(View):
 
 def _created(spec: Dict[str, Any]) -> float:
     value = spec.get("created")
-    return float(value) if type(value) in (int, float) else 0.0
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
