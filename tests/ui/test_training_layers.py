@@ -7,12 +7,13 @@ rate, an amp-O2 run with a dynamic loss scale, and an fp16 run that overflows at
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
 from screens.app import WorkbenchApp
 from tests.support.pilot import settled, until
-from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, text_of, wait_ingested
+from tests.support.recorded import FIXTURES, OK_EXIT, make_recorded_session, mark_running, text_of, wait_ingested
 from workbench.config.layers import defaults
 from workbench.events.protocol import read_all
 from workbench.session.store import SessionStore
@@ -95,3 +96,32 @@ async def test_failed_run_shows_the_first_non_finite_value(tmp_path, monkeypatch
         await _show_layers(pilot)
         text = text_of(app, "#layers").replace("\n", "")
         assert "first non-finite value:" in text and origin["detail"][:80] in text
+
+
+async def test_layers_table_follows_monitor_events_as_they_arrive(tmp_path, monkeypatch):
+    """A running job: the recorded run's lines appended in two halves, the table showing each half's last sample."""
+    lines = (FIXTURES / "train_monitor.jsonl").read_text().splitlines(keepends=True)
+    monitor_at = [i for i, line in enumerate(lines) if '"type":"monitor"' in line]
+    cut = monitor_at[len(monitor_at) // 2] + 1  # through the middle monitor event
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
+    cfg = copy.deepcopy(defaults())
+    cfg["train"]["monitor"]["every"] = 2
+    first = [json.loads(line) for line in lines[:cut]]
+    sid = make_recorded_session(tmp_path, [("train-001", "train", first, None)], cfg=cfg)
+    events = tmp_path / sid / "jobs" / "train-001" / "events.jsonl"
+    mark_running(events.parent)
+    app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
+    seen = [json.loads(lines[i]) for i in monitor_at]
+    half = sum(len(e["global_step"]) for e in seen[: len(seen) // 2 + 1])
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _show_layers(pilot)
+        view = app.views["training"]
+        await until(pilot, lambda: view.train_state.count == half)
+        await settled(pilot)
+        assert "%d samples to step %d;" % (half, seen[len(seen) // 2]["global_step"][-1]) in text_of(app, "#layers")
+        with open(str(events), "a", encoding="utf-8") as fh:
+            fh.writelines(lines[cut:])
+        total = sum(len(e["global_step"]) for e in seen)
+        await until(pilot, lambda: view.train_state.count == total)
+        await settled(pilot)
+        assert "%d samples to step %d;" % (total, seen[-1]["global_step"][-1]) in text_of(app, "#layers")
