@@ -1,9 +1,9 @@
 """The training step of a run, built from its config: network, precision, loss, optimizer, the one-step cell.
 
 The train job and the numerics replay build it with the same function, so a replay runs the same
-numbers. With train.monitor.every a second cell shares the network and optimizer and also returns,
-per parameter, the squared norms of the weight, the gradient and the update and the count of
-non-finite gradient values: computed inside the compiled step, not by a second pass.
+numbers. With train.monitor.every a second cell shares the network and optimizer and also returns the
+gradients the compiled step applied (no second forward or backward pass); the monitor reduces
+them, and the weights before and after the step, to norms on the host.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from workbench.jobkit.context import JobFailed
 LOSS_SCALE_START = 2.0**24
 LOSS_SCALE_FACTOR = 2
 LOSS_SCALE_WINDOW = 2000
-# One row per trainable parameter: these columns, as the monitored cell returns them.
-MONITOR_COLUMNS = ("weight_sq", "grad_sq", "update_sq", "grad_nonfinite")
 
 
 class StepParts:
@@ -165,45 +163,30 @@ def _gain_class():
 
 
 def monitored_step(loss_cell: Any, opt: Any) -> Any:
-    """A step cell sharing `loss_cell` and `opt` that returns (loss, [P, 4] float32 MONITOR_COLUMNS)."""
+    """A step cell sharing `loss_cell` and `opt` that returns (loss, the gradients it applied, in parameter order)."""
     return _monitored_class()(loss_cell, opt)
 
 
 def _monitored_class():
     """Defined lazily so importing this module does not import MindSpore."""
-    import mindspore as ms
     from mindspore import nn, ops
 
-    def sq(x):
-        x = ops.cast(x, ms.float32)
-        return ops.reduce_sum(ops.square(x))
-
-    def nonfinite(x):
-        # x * 0 is NaN exactly where x is NaN or +-Inf: one compare instead of isinf + isnan.
-        return ops.reduce_sum(ops.cast(ops.isnan(ops.cast(x, ms.float32) * 0.0), ms.float32))
-
     class MonitoredStep(nn.Cell):
-        """TrainOneStepCell's step plus per-parameter norms of weight, gradient and update."""
+        """TrainOneStepCell's step that also returns the gradients it applied (one compiled graph, no second pass)."""
 
         def __init__(self, network, optimizer):
             super().__init__(auto_prefix=False)
             self.network = network
             self.optimizer = optimizer
             self.weights = optimizer.parameters
-            self.grad = ops.GradOperation(get_by_list=True)
+            self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
 
         def construct(self, x, label):
             loss = self.network(x, label)
-            grads = self.grad(self.network, self.weights)(x, label)
-            before: tuple = ()
-            for w in self.weights:
-                before += (w * 1,)  # read before the update (the side-effect order keeps it there)
+            sens = ops.fill(loss.dtype, loss.shape, 1.0)
+            grads = self.grad(self.network, self.weights)(x, label, sens)
             loss = ops.depend(loss, self.optimizer(grads))
-            rows: tuple = ()
-            for i in range(len(self.weights)):
-                w = self.weights[i]
-                rows += (ops.stack([sq(w), sq(grads[i]), sq(w - before[i]), nonfinite(grads[i])]),)
-            return loss, ops.stack(rows)
+            return loss, grads
 
     return MonitoredStep
 

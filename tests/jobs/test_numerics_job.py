@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import assert_events_valid, run_cli
 from workbench.events.protocol import Evidence, read_all
+from workbench.events.steps import expand_steps
 from workbench.system.atomic import read_json
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
@@ -68,7 +69,8 @@ def runs(tmp_path_factory):
     fp32 = run_job(root, sid, "train", *TINY, "train.precision=fp32")
     again = run_job(root, sid, "numerics", "numerics.from=%s" % fp16.name)
     twin = run_job(root, sid, "numerics", "numerics.from=%s" % fp32.name, "numerics.step=7")
-    yield {"fp16": fp16, "fp32": fp32, "again": again, "twin": twin}
+    monitored = run_job(root, sid, "train", *TINY, "train.precision=fp32", "train.monitor.every=3")
+    yield {"fp16": fp16, "fp32": fp32, "again": again, "twin": twin, "monitored": monitored}
     for job_dir in sorted(root.glob("*/jobs/*")):
         assert_events_valid(job_dir)
 
@@ -109,3 +111,26 @@ def test_on_demand_replay_of_the_kept_case(runs):
     again = last_check(runs["again"], "overflow-origin")
     assert again["status"] == Evidence.FAIL
     assert again["evidence"]["bad"]["cell"] == "layer.2.Gain" and again["evidence"]["at"]["global_step"] == 1
+
+
+def test_monitor_samples_every_third_step_of_the_real_run(runs):
+    job = runs["monitored"]
+    assert status(job) == "ok"
+    events = read_all(str(job / "events.jsonl"))
+    monitor = [e for e in events if e["type"] == "monitor"]
+    steps = [g for e in monitor for g in e["global_step"]]
+    assert steps == [3, 6, 9, 12]  # 12 steps (train.max_steps), every third sampled
+    names = monitor[0]["names"]
+    assert names == ["1.weight", "1.bias", "5.weight", "5.bias"]  # the Gain cells (2, 4) hold no parameter
+    for e in monitor:
+        for table in ("weight_norm", "grad_norm", "update_ratio"):
+            assert all(v > 0 for row in e[table] for v in row)
+        assert all(v == 0 for row in e["nonfinite"] for v in row)
+    check = last_check(job, "train-state")
+    assert check["status"] == Evidence.PASS and check["detail"].startswith("no flag in 4 samples (every 3 steps)")
+
+    # the monitored run trains like the plain one: same losses step for step as the fp32 run without it
+    def losses(d):
+        return [s["loss"] for e in read_all(str(d / "events.jsonl")) if e["type"] == "steps" for s in expand_steps(e)]
+
+    assert losses(job) == losses(runs["fp32"])

@@ -1,0 +1,27 @@
+"""The monitor's per-parameter rows from the weights before and after a step and its gradients (jobs/train/monitor.rows_from)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jobs.train.monitor import nonfinite_grads, rows_from
+
+
+def test_norms_ratio_and_share():
+    before = [np.array([3.0, 4.0], np.float32), np.array([1.0], np.float16)]
+    after = [np.array([3.0, 4.0 + 0.5], np.float32), np.array([1.0], np.float16)]
+    grads = [np.array([0.0, 2.0], np.float32), np.array([np.nan], np.float16)]
+    rows = rows_from(before, after, grads)
+    assert rows["weight_norm"][0] == float("%.5g" % math.hypot(3.0, 4.5))
+    assert rows["grad_norm"][0] == 2.0 and rows["update_ratio"][0] == float("%.5g" % (0.5 / math.hypot(3.0, 4.5)))
+    assert rows["nonfinite"] == [0.0, 1.0] and math.isinf(rows["grad_norm"][1]) and rows["update_ratio"][1] == 0.0
+    assert nonfinite_grads(rows)
+
+
+def test_huge_finite_gradient_is_not_called_non_finite():
+    g = np.full(4, 1e30, np.float32)  # its float32 sum of squares overflows; the values are finite
+    rows = rows_from([np.ones(4, np.float32)], [np.ones(4, np.float32)], [g])
+    assert rows["nonfinite"] == [0.0] and rows["grad_norm"] == [float("%.5g" % 2e30)]
+    assert not nonfinite_grads(rows)
