@@ -34,6 +34,11 @@ PIECES = [
     "\n",
     "?q=1&secret=x",
     "https://user:pw@host/",
+    "1e-05,",
+    "-x ",
+    "--",
+    "a=b",
+    "key: v",
     "ſ",
     "K",
     "İ",
@@ -57,7 +62,7 @@ def every_pattern(text: str) -> str:
     return R.ASSIGNMENT.sub(R._assignment, text)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=14).map("".join))
 def test_the_shortcuts_change_nothing(text):
     assert R.mask_text(text) == every_pattern(text)

@@ -92,6 +92,7 @@ AUTH_HEADER = re.compile(
     r"(?P<gap>[ \t]+)(?P<creds>[^\s\"'<>,;]+)"
 )
 AUTH_WORD = re.compile(r"(?i)authori[sz]ation")  # what AUTH_HEADER needs, found faster alone
+DASH_LETTER = re.compile(r"-[A-Za-z]")  # what OPTION and GLUED_P need
 # A bearer token written without its header (`-H "Bearer ey…"`, `token type Bearer ey…`).
 BEARER = re.compile(r"(?P<lead>\bBearer[ \t]+)(?P<creds>[A-Za-z0-9._~+/=-]{8,})")
 # "name": "value" or 'name': 'value' (JSON, Python reprs, YAML flow) in free text: secret names mask the value.
@@ -253,20 +254,24 @@ def mask_text(text: str) -> str:
         return text
     if "://" in text:
         text = _mask_userinfo(text)
-    # Each pattern below runs only where the word it must match is in the text: a long table of numbers
-    # (steps.csv of a long run) is not scanned by patterns that cannot match it.
-    if AUTH_WORD.search(text):
+    # Each pattern runs only where what it must match is in the text (looked for again after each
+    # one, which may have changed it): a long table of numbers (steps.csv of a long run, `train-001,…`)
+    # is not scanned by patterns that cannot match it.
+    if ("=" in text or ":" in text) and AUTH_WORD.search(text):
         text = AUTH_HEADER.sub(_auth_header, text)
     if "Bearer" in text:
         text = BEARER.sub(_bearer, text)
-    text = QUERY_PARAM.sub(_query, text)
-    if "'" in text or '"' in text:
+    if "=" in text:
+        text = QUERY_PARAM.sub(_query, text)
+    if ("'" in text or '"' in text) and ("=" in text or ":" in text):
         text = QUOTED_PAIR.sub(_quoted_pair, text)
-    if "-" in text:
+    if DASH_LETTER.search(text):  # every option starts with - or -- and a letter
         text = OPTION.sub(_option, text)
         if "mysql" in text or "mariadb" in text or "sshpass" in text:
             text = GLUED_P.sub(_glued_p, text)
-    return ASSIGNMENT.sub(_assignment, text)
+    if "=" in text or ":" in text:
+        text = ASSIGNMENT.sub(_assignment, text)
+    return text
 
 
 def mask_value(name: Optional[str], value: Any) -> Any:
