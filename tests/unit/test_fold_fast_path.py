@@ -234,14 +234,14 @@ def test_the_fast_fold_equals_the_generic_fold(events, max_rows):
 
 
 @settings(max_examples=CASES["batched"], **SETTINGS)
-@given(st.lists(steps_lines(), max_size=8))
-def test_a_batched_line_folds_as_the_step_events_it_stands_for(lines):
-    batched = _fold(lines, True, max_rows=1000)
+@given(st.lists(steps_lines(), max_size=8), st.sampled_from([1, 2, 3, 5, 1000]))
+def test_a_batched_line_folds_as_the_step_events_it_stands_for(lines, max_rows):
+    batched = _fold(lines, True, max_rows=max_rows)  # a small table: thinning within a batched line too
     single = JobRecord(
         "train-001",
         "train",
         config={"train": {"warmup_steps": 2}},
-        keep_steps=StepTable(max_rows=1000, spool=True, jid="train-001"),
+        keep_steps=StepTable(max_rows=max_rows, spool=True, jid="train-001"),
     )
     for ev in lines:
         if type_problem(ev) is None and not ev.get("raw"):

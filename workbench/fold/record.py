@@ -23,7 +23,7 @@ from workbench.events.protocol import (
     type_problem,
 )
 from workbench.events.steps import as_step, step_rows
-from workbench.fold.series import RankSteps, StepSeries, number
+from workbench.fold.series import RANK_WINDOW, RankSteps, StepSeries, number
 from workbench.fold.steptable import COLUMNS as STEP_COLUMNS  # noqa: F401  (STEP_COLUMNS: the record's name)
 from workbench.fold.steptable import StepTable
 from workbench.fold.thinning import ThinnedHistory
@@ -38,6 +38,7 @@ DAMAGE_KEPT = 100  # damaged lines listed (all are counted)
 SEQ_PROBLEMS_KEPT = 100
 UNKNOWN_SAMPLES = 3  # lines kept per unknown event type
 NOTABLE_LEVELS = ("warning", "warn", "error", "critical", "garbage")
+_FLOAT = {float}
 
 
 def load_config(job_dir: Any) -> Dict[str, Any]:
@@ -244,12 +245,49 @@ class JobRecord:
         if ev.get("type") != "steps":
             self._one_step(ev)
             return
+        if self._bulk_steps(ev):
+            return
         # a batched line, step by step without a dict per step; the last one becomes the latest step
         epoch, rank, values, row = ev.get("epoch"), ev.get("rank"), self._step_values, None
         for row in step_rows(ev):
             values(rank, epoch, *row[1:])
         if row is not None and is_main(ev):
             self.steps.last = as_step(ev, *row)
+
+    def _bulk_steps(self, ev: Dict[str, Any]) -> bool:
+        """The commonest batched line at once: the main rank's, every loss and step time a float, one batch
+        size and one named phase for all (what the train job writes). The outcome of folding its steps in
+        turn (property test); False for any other line, which is then folded step by step."""
+        g = ev.get
+        losses, times, size, phase, rank = g("loss"), g("step_ms"), g("batch_size"), g("phase"), g("rank")
+        if (
+            rank not in (None, 0)
+            or type(losses) is not list
+            or type(times) is not list
+            or type(phase) is not str
+            or not phase  # an empty phase is inferred step by step
+            or isinstance(size, list)
+            or len(losses) != len(times)
+            or not losses
+            or type(ev.get("first_step")) is not int
+            or set(map(type, losses)) != _FLOAT
+            or set(map(type, times)) != _FLOAT
+        ):
+            return False
+        n = len(losses)
+        self.steps_seen += n
+        if self.step_table is not None:
+            self.step_table.add_floats(rank, ev.get("epoch"), ev["first_step"], losses, times, size, phase)
+        if rank is not None:
+            steps = self.rank_steps.get(rank)
+            if steps is None:
+                steps = self.rank_steps[rank] = RankSteps()
+            steady = phase == "steady"
+            for ms in times[-RANK_WINDOW:] if steady else times[-1:]:
+                steps.add(ms, size, steady)
+        self.steps.add_floats(losses, times, phase)
+        self.steps.last = as_step(ev, n - 1, ev["first_step"] + n - 1, losses[-1], times[-1], size, phase)
+        return True
 
     def _one_step(self, step: Dict[str, Any]) -> None:
         g = step.get

@@ -95,6 +95,35 @@ class StepSeries:
         self.last = step
         self.add_values(step.get("loss"), step.get("step_ms"), phase)
 
+    def add_floats(self, losses: List[float], times: List[float], phase: str) -> None:
+        """Fold main-rank steps whose losses and times are all floats and share one phase (add_values in turn)."""
+        n = len(losses)
+        if not n:
+            return
+        self.count += n
+        history = self.loss
+        for loss in losses:
+            history.append(loss)
+        if self.first_loss is None:
+            self.first_loss = losses[0]
+            self.min_loss = min(losses)
+        else:
+            so_far: List[float] = [] if self.min_loss is None else [self.min_loss]
+            self.min_loss = min(so_far + losses)  # min keeps the first of equals, as `<` does
+        self.last_loss = losses[-1]
+        if phase == "steady":
+            self.step_ms.extend(times)
+        elif phase in ("compile", "recompile"):
+            room = COMPILE_KEPT - len(self.compile_ms)
+            if room > 0:
+                self.compile_ms.extend(times[:room])
+        elif phase == "warmup":
+            self.warmup_seen += n
+        elif phase == "profiled":
+            self.profiled_seen += n
+        else:
+            self.step_ms.extend(times)
+
     def add_values(self, loss: Any, ms: Any, phase: str) -> None:
         """Fold one main-rank step by its loss and step time as written (`last` is the caller's to set)."""
         self.count += 1

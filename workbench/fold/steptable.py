@@ -92,6 +92,52 @@ class StepTable:
                 self.every *= 2
         self.count += 1
 
+    def add_floats(
+        self, rank: Any, epoch: Any, first: int, losses: List[float], times: List[float], size: Any, phase: Any
+    ) -> None:
+        """Take a main-rank batched line's steps at once: every loss and step time a float, size and phase one value.
+
+        The same table, counts and spool rows as add_row called for each step in turn (property test).
+        """
+        n = len(losses)
+        if not n:
+            return
+        base = self.main_count
+        self.main_count += n
+        if self.first_loss is None:
+            self.first_loss = losses[0]
+            self.min_loss = min(losses)
+        else:
+            so_far: List[float] = [] if self.min_loss is None else [self.min_loss]
+            self.min_loss = min(so_far + losses)  # min keeps the first of equals, as `<` does
+        self.last_loss = losses[-1]
+        if rank is not None and isinstance(rank, int):
+            self.ranks.add(rank)
+        if size is not None and (len(self.sizes) < 64 or size in self.sizes):
+            self.sizes[size] += n
+        if self._rows is not None:
+            size_cell = "" if size is None else size
+            rank_cell = "" if rank is None else rank
+            phase_cell = "" if phase is None else phase
+            self._rows.extend(
+                (self.jid, epoch, first + i, losses[i], times[i], size_cell, rank_cell, phase_cell) for i in range(n)
+            )
+            if len(self._rows) >= SPOOL_BATCH:
+                self._flush()
+        columns, count = self.columns, self.count
+        i = (-count) % self.every
+        while i < n:
+            for name, value in zip(COLUMNS, (rank, epoch, first + i, losses[i], times[i], size, phase)):
+                columns[name].append(value)
+            columns["x"].append(base + i + 1)
+            if self.max_rows is not None and len(columns["x"]) > self.max_rows:
+                for name in columns:
+                    columns[name] = columns[name][::2]
+                self.every *= 2
+            i += 1
+            i += (-(count + i)) % self.every
+        self.count += n
+
     def _flush(self) -> None:
         rows, spool, writer = self._rows, self.spool, self._writer
         if not rows or spool is None or writer is None:  # rows are kept only while there is a spool
