@@ -13,7 +13,8 @@ from typing import Any, List
 
 import pytest
 
-from tests.conftest import assert_events_valid, run_cli
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import Evidence, read_all
 from workbench.fold.record import JobRecord
 

@@ -15,7 +15,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from tests.conftest import assert_events_valid, run_cli
+from tests.support.cli import run_cli
+from tests.support.events import assert_events_valid
 from workbench.events.protocol import Evidence, read_all
 from workbench.events.steps import expand_steps
 from workbench.system.atomic import read_json
