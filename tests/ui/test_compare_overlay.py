@@ -11,6 +11,7 @@ from screens.app import WorkbenchApp
 from screens.compare_overlay import CompareOverlay, RunPicker, curve_chart
 from tests.support.pilot import until
 from tests.support.recorded import wait_ingested
+from tests.support.sessions import set_interpreter
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 
@@ -21,6 +22,7 @@ SID = "20261201-141656-3875"
 def _app(tmp_path) -> WorkbenchApp:
     root = tmp_path / "sessions"
     shutil.copytree(str(FIXTURE / SID), str(root / SID))
+    set_interpreter(root / SID)  # the recording machine's interpreter path is not this one
     return WorkbenchApp(SessionStore(root), SID, defaults())
 
 

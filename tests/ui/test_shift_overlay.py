@@ -11,6 +11,7 @@ from screens.app import WorkbenchApp
 from screens.shift_overlay import ShiftOverlay
 from screens.widgets.pixels import HalfBlockImage
 from tests.support.pilot import until
+from tests.support.sessions import set_interpreter
 from workbench.analysis import shift as shiftmod
 from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
@@ -22,6 +23,7 @@ SID = next(p.name for p in FIXTURE.iterdir() if p.is_dir())
 def _app(tmp_path, with_shift: bool = True) -> WorkbenchApp:
     root = tmp_path / "sessions"
     shutil.copytree(str(FIXTURE / SID), str(root / SID))
+    set_interpreter(root / SID)  # the recording machine's interpreter path is not this one
     if not with_shift:
         for job in (root / SID / "jobs").glob("shift-*"):
             shutil.rmtree(str(job))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.sessions import set_interpreter
 from workbench.compare.inputs import compare_dirs, fold_run, run_test_evaluations
 from workbench.compare.runs import (
     Tolerances,
@@ -169,6 +170,7 @@ def test_loss_series_is_thinned_on_an_epoch_axis(pair):
 def test_compare_cli_json_and_out(tmp_path):
     root = tmp_path / "sessions"
     shutil.copytree(str(FIXTURE / SID), str(root / SID))
+    set_interpreter(root / SID)  # the recording machine's interpreter path is not this one
     proc = run_cli(
         "compare", "%s/train-001" % SID, "%s/train-002" % SID, "--json", "--sessions", root, "--out", tmp_path / "cmp"
     )
@@ -217,6 +219,7 @@ def test_a_sessions_cross_device_evidence_is_found_among_imported_runs(tmp_path)
 
     root = tmp_path / "sessions"
     shutil.copytree(str(FIXTURE / SID), str(root / SID))
+    set_interpreter(root / SID)  # the recording machine's interpreter path is not this one
     store = SessionStore(root)
     assert cross_device_for_session(store, SID, LOOSE) is None  # both runs on CPU: not cross-device
     board_sid = "20261130-090000-b0a2"  # train-001 as if it had run on a board, brought here by import
