@@ -9,7 +9,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional
 
 FLAGS = [
     "--headless",
@@ -76,6 +76,7 @@ class Page:
     def __init__(self, ws: Any) -> None:
         self.ws = ws
         self.n = 0
+        self.events: List[Dict[str, Any]] = []  # every DevTools event that arrived while waiting for a reply
 
     async def call(self, method: str, **params: Any) -> Any:
         """One command; its result."""
@@ -86,6 +87,19 @@ class Page:
             if msg.get("id") == self.n:
                 assert "error" not in msg, msg
                 return msg.get("result")
+            if "method" in msg:
+                self.events.append(msg)
+
+    def requested_urls(self) -> List[str]:
+        """Every URL the page asked for so far (Network.enable first): requests and websockets."""
+        urls = []
+        for msg in self.events:
+            params = msg.get("params") or {}
+            if msg["method"] == "Network.requestWillBeSent":
+                urls.append(params["request"]["url"])
+            elif msg["method"] == "Network.webSocketCreated":
+                urls.append(params["url"])
+        return urls
 
     async def evaluate(self, expression: str) -> Any:
         """A JavaScript expression's value."""
