@@ -118,7 +118,8 @@ class WorkbenchApp(App):
             self._apply(self.tracker.discover())  # jobs and statuses from their files: no event read before the paint
         # Textual builds DEFAULT_MODE's screen first: set to where this session opens, that is the only screen
         # built before the first paint (App.__init__ reads it; the class keeps the default of a new session).
-        self.DEFAULT_MODE = self.landing_mode()
+        # Textual declares it a ClassVar, but reads it through the instance: this instance's landing screen.
+        self.DEFAULT_MODE = self.landing_mode()  # type: ignore[misc]
         super().__init__()
         self.cfg = cfg
         self.argv = list(argv or sys.argv)
@@ -244,7 +245,7 @@ class WorkbenchApp(App):
         from screens.training import TrainingScreen
 
         for binding in TrainingScreen.BINDINGS:
-            if getattr(binding, "action", "") == "freeze":
+            if isinstance(binding, Binding) and binding.action == "freeze":
                 return "%s on Training freezes the followed run" % binding.key.split(",")[0]
         return "ms-workbench freeze --session %s names one" % (self.sid or "SID")
 

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, cast
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from screens.widgets.candidate_line import CandidateLine
 from screens.widgets.key_bar import KeyBar
 from screens.widgets.status_bar import StatusBar
 
+if TYPE_CHECKING:  # the app imports the screens: only the type checker follows this edge
+    from screens.app import WorkbenchApp
+
 # Screen-level (not app-level) so they come first in the footer: at 80 columns the screen's own
 # keys are cut off at the right, never the way to another screen or out.
-NAV_BINDINGS = [
+NAV_BINDINGS: List[BindingType] = [
     Binding("1", "app.switch_mode('environment')", "Env"),
     Binding("2", "app.switch_mode('data')", "Data"),
     Binding("3", "app.switch_mode('training')", "Train"),
@@ -27,7 +30,12 @@ NAV_BINDINGS = [
 NARROW_COLUMNS = 110  # below this the footer is compact and the screens stack their panels
 
 
-class WorkbenchScreen(Screen):
+def workbench_app(app: object) -> WorkbenchApp:
+    """The running app as the WorkbenchApp it is (Textual types a node's app as App[object])."""
+    return cast("WorkbenchApp", app)
+
+
+class WorkbenchScreen(Screen[None]):
     """A mode screen that redraws from its view at a bounded rate, only when visible and changed."""
 
     BINDINGS = NAV_BINDINGS
@@ -47,9 +55,14 @@ class WorkbenchScreen(Screen):
         return iter(())
 
     @property
+    def wb_app(self) -> WorkbenchApp:
+        """The app with its workbench attributes (jobs, session, config) typed."""
+        return workbench_app(self.app)
+
+    @property
     def view(self) -> Any:
         """This screen's model, owned by the app so it outlives the screen."""
-        return self.app.views[self.view_name]
+        return self.wb_app.views[self.view_name]
 
     @property
     def drawn_version(self) -> int:
@@ -62,7 +75,7 @@ class WorkbenchScreen(Screen):
 
     def on_mount(self) -> None:
         self.invalidate()
-        self._timer = self.set_interval(1.0 / self.app.refresh_hz, self.maybe_refresh)
+        self._timer = self.set_interval(1.0 / self.wb_app.refresh_hz, self.maybe_refresh)
         self.call_after_refresh(self.maybe_refresh)
 
     def on_screen_resume(self) -> None:

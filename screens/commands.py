@@ -7,6 +7,8 @@ from typing import Callable, List, Tuple
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from screens.base import workbench_app
+
 SCREENS = (
     ("environment", "Environment"),
     ("data", "Data"),
@@ -48,7 +50,7 @@ class WorkbenchCommands(Provider):
 
     def commands(self) -> List[Command]:
         """Every command that makes sense now: (title, callback, help)."""
-        app = self.app
+        app = workbench_app(self.app)
         mode = app.current_mode
         start, stop = SCREEN_JOB.get(mode, (None, None))
         screen = app.screen_stack[0]  # the mode's screen, under the palette

@@ -34,10 +34,11 @@ class LabelledField(Vertical):
 
 def field_value(widget: Widget, key: str) -> Any:
     """The typed value of a field: the schema's type when the text parses, else the raw text (checked next)."""
-    value = widget.value
     if isinstance(widget, Select):
-        return None if value is Select.BLANK else value
-    text = str(value).strip()
+        return None if widget.value is Select.BLANK else widget.value
+    if not isinstance(widget, Input):
+        raise TypeError("%r is not a form field (an Input or a Select)" % widget)
+    text = widget.value.strip()
     types = schema_field(key).types
     for cast in (int, float):
         if cast in types:

@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from screens.base import workbench_app
 from screens.widgets.pixels import HalfBlockImage
 from workbench.data.fashion import CLASS_NAMES
 
@@ -88,7 +89,7 @@ class ShiftOverlay(ModalScreen):
     @property
     def view(self) -> Any:
         """The app's shift model."""
-        return self.app.views["shift"]
+        return workbench_app(self.app).views["shift"]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sh-box"):
@@ -126,7 +127,7 @@ class ShiftOverlay(ModalScreen):
 
     def action_run(self) -> None:
         """Start a shift job on the session's frozen candidate (the job refuses, naming `freeze`, without one)."""
-        self.app.start_job("shift", {})
+        workbench_app(self.app).start_job("shift", {})
 
     def action_set(self, step: int) -> None:
         """Show the failure cases of the previous or next set."""

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.table import Table
 from rich.text import Text
 
 from screens.widgets.confusion import SHORT_NAMES
 from screens.widgets.evidence import badge
-from screens.widgets.textgrid import text_grid
+from screens.widgets.textgrid import Cell, text_grid
 from workbench.analysis.metrics import upper_median, weakest_class
 from workbench.analysis.trainstate import describe as describe_flag
 from workbench.views.training import TrainingView
@@ -33,7 +33,7 @@ def rank_rows(view: TrainingView, plain: bool = False) -> List[tuple]:
             ranks.append("  ")
         style = ("reverse" if plain else "bold red") if rank == slowest else ""
         ranks.append("r%d %s" % (rank, _f(ms, "%.1f", " ms")), style=style)
-    rows = [("per rank", ranks)]
+    rows: List[Tuple[str, Cell]] = [("per rank", ranks)]
     total = view.global_images_per_s()
     if total is not None:
         rows.append(("all ranks", "%.0f images/s (sum of %d)" % (total, len(view.rank_images_per_s()))))
@@ -105,7 +105,7 @@ def weakest_shown(val: Dict[str, Any]) -> Optional[int]:
 def per_class_table(val: Dict[str, Any], plain: bool, weakest: Optional[int] = None) -> Text:
     """Precision, recall, F1 and support per class; the weakest class highlighted."""
     rows = val.get("per_class") or []
-    cells = []
+    cells: List[List[Cell]] = []
     for i, r in enumerate(rows):
         style = ("reverse" if plain else "bold red") if i == weakest else ""
         cells.append(

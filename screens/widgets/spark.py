@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from rich.segment import Segment
 from textual.strip import Strip
@@ -42,7 +42,7 @@ class Spark(Widget):
         self._data: List[float] = list(data or [])
         self.summary = summary
         self._strips: List[Strip] = []
-        self._built_for = None
+        self._built_for: Optional[Tuple[int, int]] = None  # the size the strips were built for
 
     @property
     def data(self) -> List[float]:
