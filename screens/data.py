@@ -115,7 +115,7 @@ def contract_table(view: DataView) -> Table:
         grid.add_row("input", "uint8 [N,28,28] → float32 [N,1,28,28] = pixel/255 (not checked yet)")
     pixel = result.get("pixel") or {}
     if pixel:
-        grid.add_row("pixels", "train split: mean %.4f · std %.4f" % (pixel.get("mean"), pixel.get("std")))
+        grid.add_row("pixels", "train split: mean %.4f · std %.4f" % (pixel["mean"], pixel["std"]))
     split = result.get("split") or {}
     seed = view.seed
     sizes = " · %s/%s/%s" % tuple((shapes.get(k) or ["—"])[0] for k in ("train", "val", "test")) if shapes else ""
@@ -226,7 +226,7 @@ class DataScreen(WorkbenchScreen):
 
     def maybe_refresh(self) -> None:
         """Redraw as the base does, and also when low-bandwidth mode was switched since the last draw."""
-        if getattr(self, "_drawn_plain", None) not in (None, self.app.low_bandwidth):
+        if getattr(self, "_drawn_plain", None) not in (None, self.wb_app.low_bandwidth):
             self.invalidate()
         super().maybe_refresh()
 
@@ -235,11 +235,11 @@ class DataScreen(WorkbenchScreen):
     def current_seed(self) -> int:
         """The seed on show: the followed job's, else the configured one."""
         seed = self.view.seed
-        return seed if seed is not None else int(self.app.cfg["data"]["split_seed"])
+        return seed if seed is not None else int(self.wb_app.cfg["data"]["split_seed"])
 
     def action_rerun(self) -> None:
         """Run the data job again with the current seed."""
-        self.app.start_job("data", {"data": {"split_seed": self.current_seed()}})
+        self.wb_app.start_job("data", {"data": {"split_seed": self.current_seed()}})
 
     def action_ask_seed(self) -> None:
         """Open the seed field, suggesting the next seed."""
@@ -265,7 +265,7 @@ class DataScreen(WorkbenchScreen):
             self.query_one("#seed-label", Label).update(Text("new split seed — " + problems[0], style="bold red"))
             return
         self.action_close_seed()
-        self.app.start_job("data", {"data": {"split_seed": seed}})
+        self.wb_app.start_job("data", {"data": {"split_seed": seed}})
 
     def action_prev_class(self) -> None:
         """Show the previous class's samples."""
@@ -284,7 +284,7 @@ class DataScreen(WorkbenchScreen):
     # Drawing.
 
     def render_view(self, view: DataView) -> None:
-        plain = self._drawn_plain = self.app.low_bandwidth
+        plain = self._drawn_plain = self.wb_app.low_bandwidth
         self.query_one("#headline", Static).update(self.headline(view))
         banner = self.query_one("#banner", Static)
         banner_text = self.banner(view)
@@ -348,7 +348,7 @@ class DataScreen(WorkbenchScreen):
 
     def render_gallery(self, view: DataView) -> None:
         """The class selector and the selected class's sample images at their real pixel values."""
-        plain = self.app.low_bandwidth
+        plain = self.wb_app.low_bandwidth
         names = view.class_names
         selector = Text()
         for cls in range(NUM_CLASSES):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from rich.console import Group
 from rich.text import Text
@@ -17,6 +17,8 @@ from screens.base import WorkbenchScreen
 from screens.widgets.evidence import badge
 from workbench.ascend.chipstatus import CHIP_COLUMNS
 from workbench.views.environment import EnvironmentView
+
+CellText = Union[str, Text]  # what the tables' cells hold
 
 HEALTH_STYLE = {"OK": "green", "Warning": "bold yellow"}
 MIN_DETAIL_CHARS = 16  # of the one-line detail in the table; the pane shows it whole
@@ -105,19 +107,23 @@ class EnvironmentScreen(WorkbenchScreen):
         with VerticalScroll(id="env-body"):
             yield Static("", id="env-runline")
             with Horizontal(id="env-main"):
-                table = DataTable(id="env-checks", cursor_type="row", zebra_stripes=True)
+                table: DataTable[CellText] = DataTable(id="env-checks", cursor_type="row", zebra_stripes=True)
                 table.add_columns("level", "check", "detail")
                 yield table
                 with VerticalScroll(id="env-detail-box"):
                     yield Static("", id="env-detail")
             yield Static("", id="env-devices-title")
-            devices = DataTable(id="env-devices", cursor_type="none", zebra_stripes=True, show_cursor=False)
+            devices: DataTable[CellText] = DataTable(
+                id="env-devices", cursor_type="none", zebra_stripes=True, show_cursor=False
+            )
             devices.add_columns(
                 "NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB", "HBM MB"
             )
             yield devices
             yield Static("", id="env-chips-title")
-            chips = DataTable(id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False)
+            chips: DataTable[CellText] = DataTable(
+                id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False
+            )
             chips.add_columns(*(label for _, label in CHIP_COLUMNS))
             yield chips
             yield Static("", id="env-processes")
@@ -128,11 +134,11 @@ class EnvironmentScreen(WorkbenchScreen):
     # -- actions -------------------------------------------------------------------------------
     def action_run_checks(self) -> None:
         """Run the env job again (all checks, probes first)."""
-        self.app.start_job("env")
+        self.wb_app.start_job("env")
 
     def action_run_probes(self) -> None:
         """Run only the device probes (config override env.only_probes=true)."""
-        self.app.start_job("env", {"env": {"only_probes": True, "probes": True}})
+        self.wb_app.start_job("env", {"env": {"only_probes": True, "probes": True}})
 
     def select_check(self, check_id: str) -> None:
         """Show this check in the detail pane and put the table cursor on it."""
@@ -152,7 +158,7 @@ class EnvironmentScreen(WorkbenchScreen):
 
     # -- drawing -------------------------------------------------------------------------------
     def render_view(self, view: EnvironmentView) -> None:
-        plain = self.app.low_bandwidth
+        plain = self.wb_app.low_bandwidth
         self.query_one("#env-runline", Static).update(self._runline(view))
         self._fill_checks(view)
         self._show_detail(view)
@@ -202,7 +208,9 @@ class EnvironmentScreen(WorkbenchScreen):
         ]
 
     def on_resize(self, event: events.Resize) -> None:
-        self._last_rows = None  # the detail column is cut to the terminal's width: cut it again
+        self._last_rows: Optional[Tuple[List[Tuple[str, str, str, str]], int]] = (
+            None  # the detail column is cut to the terminal's width: cut it again
+        )
         if self.is_mounted and self.app.screen is self:
             self._fill_checks(self.view)
 
