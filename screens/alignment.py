@@ -14,6 +14,7 @@ from textual.widgets import Button, DataTable, Input, Select, Static
 from screens.base import WorkbenchScreen
 from screens.form import check_fields, initial_weights
 from screens.widgets.evidence import badge
+from screens.widgets.textgrid import Cell
 from workbench.config.layers import PRECISIONS, TARGETS
 from workbench.data.fashion import CLASS_NAMES
 from workbench.views.alignment import (
@@ -209,7 +210,7 @@ class AlignmentScreen(WorkbenchScreen):
     ]
 
     def compose_body(self) -> ComposeResult:
-        align = self.app.cfg["align"]
+        align = self.wb_app.cfg["align"]
         self._preset = -1
         with VerticalScroll(id="body"):
             with Horizontal(classes="pathrow", id="form-labels"):  # what each field of the two rows is
@@ -263,17 +264,17 @@ class AlignmentScreen(WorkbenchScreen):
             yield Static("", id="matched")
             yield Static("", id="divergence")
             with Horizontal(id="compare"):
-                table = DataTable(id="tensors", cursor_type="row", zebra_stripes=True)
+                table: DataTable[Cell] = DataTable(id="tensors", cursor_type="row", zebra_stripes=True)
                 table.add_columns(*COLUMNS)
                 yield table
                 yield Static("", id="detail")
             yield Static("", id="flips")
 
     def _train_jobs(self) -> List[Any]:
-        return [job for job in self.app.tracker.ordered() if job.kind == "train"]
+        return [job for job in self.wb_app.tracker.ordered() if job.kind == "train"]
 
     def _candidate_run(self) -> Optional[str]:
-        cand = self.app.candidate()
+        cand = self.wb_app.candidate()
         return cand.run if cand is not None else None
 
     def on_mount(self) -> None:
@@ -334,7 +335,7 @@ class AlignmentScreen(WorkbenchScreen):
             line.update(Text("cannot run: " + "; ".join(problems), style="bold red"))
             self.invalidate()  # the next model change redraws the run line
             return
-        self.app.start_job("align", {"align": align})
+        self.wb_app.start_job("align", {"align": align})
 
     def action_preset(self) -> None:
         """Fill the form with the next preset pair of paths."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Group
 from rich.text import Text
@@ -15,10 +15,9 @@ from textual.widgets import DataTable, Static
 
 from screens.base import WorkbenchScreen
 from screens.widgets.evidence import badge
+from screens.widgets.textgrid import Cell
 from workbench.ascend.chipstatus import CHIP_COLUMNS
 from workbench.views.environment import EnvironmentView
-
-CellText = Union[str, Text]  # what the tables' cells hold
 
 HEALTH_STYLE = {"OK": "green", "Warning": "bold yellow"}
 MIN_DETAIL_CHARS = 16  # of the one-line detail in the table; the pane shows it whole
@@ -107,13 +106,13 @@ class EnvironmentScreen(WorkbenchScreen):
         with VerticalScroll(id="env-body"):
             yield Static("", id="env-runline")
             with Horizontal(id="env-main"):
-                table: DataTable[CellText] = DataTable(id="env-checks", cursor_type="row", zebra_stripes=True)
+                table: DataTable[Cell] = DataTable(id="env-checks", cursor_type="row", zebra_stripes=True)
                 table.add_columns("level", "check", "detail")
                 yield table
                 with VerticalScroll(id="env-detail-box"):
                     yield Static("", id="env-detail")
             yield Static("", id="env-devices-title")
-            devices: DataTable[CellText] = DataTable(
+            devices: DataTable[Cell] = DataTable(
                 id="env-devices", cursor_type="none", zebra_stripes=True, show_cursor=False
             )
             devices.add_columns(
@@ -121,7 +120,7 @@ class EnvironmentScreen(WorkbenchScreen):
             )
             yield devices
             yield Static("", id="env-chips-title")
-            chips: DataTable[CellText] = DataTable(
+            chips: DataTable[Cell] = DataTable(
                 id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False
             )
             chips.add_columns(*(label for _, label in CHIP_COLUMNS))

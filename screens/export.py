@@ -15,6 +15,7 @@ from screens.base import WorkbenchScreen
 from screens.dialogs import ConfirmScreen
 from screens.form import initial_weights
 from screens.widgets.evidence import badge
+from screens.widgets.textgrid import Cell
 from workbench.system.atomic import read_json
 from workbench.views.export import FRESH, ExportView, default_choice, export_overrides, train_choices
 
@@ -83,7 +84,7 @@ def reference_panel(ref: Optional[Dict[str, Any]]) -> Table:
         grid.add_row("confused", Text("no confusion matrix (fresh net or no training metrics)", style="dim"))
     tol = ref.get("tolerance") or {}
     if tol:
-        grid.add_row("tolerance", "atol %g, rtol %g: %s" % (tol.get("atol"), tol.get("rtol"), tol.get("rule")))
+        grid.add_row("tolerance", "atol %g, rtol %g: %s" % (tol["atol"], tol["rtol"], tol.get("rule")))
     if ref.get("preprocessing"):
         grid.add_row("input", str(ref["preprocessing"]))
     return grid
@@ -108,12 +109,12 @@ class ExportScreen(WorkbenchScreen):
             yield Static(
                 "Load checks — fresh processes, compared with the export job's own outputs", classes="ex-title"
             )
-            table = DataTable(id="ex-checks", cursor_type="row", zebra_stripes=True)
+            table: DataTable[Cell] = DataTable(id="ex-checks", cursor_type="row", zebra_stripes=True)
             table.add_columns("format", "what", "verdict", "max |diff|", "detail")
             yield table
             yield Static("", id="ex-detail")
             yield Static("Artefacts", classes="ex-title")
-            arts = DataTable(id="ex-artifacts", cursor_type="row", zebra_stripes=True)
+            arts: DataTable[Cell] = DataTable(id="ex-artifacts", cursor_type="row", zebra_stripes=True)
             arts.add_columns("kind", "path", "bytes")
             yield arts
             yield Static(
@@ -130,10 +131,10 @@ class ExportScreen(WorkbenchScreen):
     # ----- the run picker --------------------------------------------------------------
 
     def _train_jobs(self) -> List[Any]:
-        return [job for job in self.app.tracker.ordered() if job.kind == "train"]
+        return [job for job in self.wb_app.tracker.ordered() if job.kind == "train"]
 
     def _candidate_run(self) -> Optional[str]:
-        cand = self.app.candidate()
+        cand = self.wb_app.candidate()
         return cand.run if cand is not None else None
 
     def _choices(self) -> List[Tuple[str, str]]:
@@ -183,7 +184,7 @@ class ExportScreen(WorkbenchScreen):
 
         def go(confirmed: Optional[bool] = True) -> None:
             if confirmed:
-                self.app.start_job("export", export_overrides(choice, initial_weights("export.from")))
+                self.wb_app.start_job("export", export_overrides(choice, initial_weights("export.from")))
 
         if choice in (None, FRESH):
             self.app.push_screen(
@@ -202,7 +203,7 @@ class ExportScreen(WorkbenchScreen):
         if "source" in view.started:
             src = view.started.get("source")
         else:
-            job = self.app.tracker.jobs.get(view.jid or "")
+            job = self.wb_app.tracker.jobs.get(view.jid or "")
             try:
                 src = ((read_json(job.dir / "config.json").get("export") or {}).get("from")) if job else None
             except (OSError, ValueError):

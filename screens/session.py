@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from screens.base import WorkbenchScreen
 from screens.next_steps import Step, steps_of
 from screens.widgets.acceptance_table import AcceptanceTable
+from screens.widgets.textgrid import Cell
 from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
@@ -91,7 +92,7 @@ class SessionScreen(WorkbenchScreen):
         steps = OptionList(id="next")
         steps.border_title = "next: Enter runs the highlighted step"
         yield steps
-        table = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Cell] = DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
         table.add_columns("job", "status", "duration", "device", "events")
         yield table
         yield Static("", id="selected")
@@ -130,13 +131,13 @@ class SessionScreen(WorkbenchScreen):
 
     def _show_acceptance(self) -> None:
         """Judge the session again only when a job's record changed since the last time."""
-        model = self.app.tracker.model
+        model = self.wb_app.tracker.model
         key = tuple((jid, rec.version, rec.state) for jid, rec in sorted(model.records.items()))
         if key == getattr(self, "_acceptance_key", None):
             return
         self._acceptance_key = key
-        cfg = self.app.cfg.get("acceptance") or defaults()["acceptance"]
-        about = about_session(self.app.store.root / self.app.sid) if self.app.sid else None
+        cfg = self.wb_app.cfg.get("acceptance") or defaults()["acceptance"]
+        about = about_session(self.wb_app.store.root / self.wb_app.sid) if self.wb_app.sid else None
         acc = evaluate(model, cfg, about=about) if model.records else None
         self.query_one("#acceptance", AcceptanceTable).show(acc)
         self._show_steps(steps_of(acc))
@@ -156,9 +157,9 @@ class SessionScreen(WorkbenchScreen):
             return
         step = self.steps[event.option_index]
         if step.mode and step.key:
-            self.app.press_on_screen(step.mode, step.key)
+            self.wb_app.press_on_screen(step.mode, step.key)
         elif step.kind:
-            self.app.start_job(step.kind, step.overrides)
+            self.wb_app.start_job(step.kind, step.overrides)
 
     def _show_selected(self, view: SessionView) -> None:
         row = view.rows.get(self.selected or "")
@@ -175,7 +176,7 @@ class SessionScreen(WorkbenchScreen):
         elif row.written > written:  # append only what is new: cheap at high event rates
             log.write_lines(list(row.lines)[-min(row.written - written, 200) :])
         self._shown = (row.jid, row.written)
-        job = self.app.tracker.jobs.get(row.jid)
+        job = self.wb_app.tracker.jobs.get(row.jid)
         if job is not None:
             path = str(job.dir / "stderr.log")
             size = os.path.getsize(path) if os.path.exists(path) else 0
@@ -206,28 +207,28 @@ class SessionScreen(WorkbenchScreen):
 
     def action_open_job(self) -> None:
         """Open the selected job's screen on that job."""
-        if self.selected and self.app.follow_job(self.selected) is None:
+        if self.selected and self.wb_app.follow_job(self.selected) is None:
             self.app.notify("no screen shows %s jobs: its events are below" % self.selected.split("-")[0])
 
     def action_cancel_job(self) -> None:
         """Stop the selected job, after a yes (a training run saves its state; r on Training resumes it)."""
         jid = self.selected
-        job = self.app.tracker.jobs.get(jid or "")
-        if job is None or job.status.state != "running":
+        job = self.wb_app.tracker.jobs.get(jid or "")
+        if jid is None or job is None or job.status.state != "running":
             self.app.notify("%s is not running" % (jid or "no job"), severity="warning")
             return
         from screens.dialogs import ConfirmScreen
 
         def go(confirmed: Optional[bool]) -> None:
             if confirmed:
-                self.app.cancel_job(jid)
+                self.wb_app.cancel_job(jid)
 
         more = " It saves its state; r on the Training screen resumes it." if job.kind == "train" else ""
         self.app.push_screen(ConfirmScreen("Stop %s?%s" % (jid, more), yes="Stop job"), go)
 
     def action_export_session(self) -> None:
         """Write the session record (report, metrics, manifest, archive, screenshots) in a worker thread."""
-        if self.app.sid is None:
+        if self.wb_app.sid is None:
             self.app.notify("nothing to export yet", severity="warning")
             return
         try:
@@ -236,7 +237,7 @@ class SessionScreen(WorkbenchScreen):
         except ImportError:
             self.app.notify("session export is not available in this build", severity="error")
             return
-        store, sid = self.app.store, self.app.sid
+        store, sid = self.wb_app.store, self.wb_app.sid
         self._export_target = store.root / sid / EXPORT_DIR
         self._export_phase(0)
         draw = shooter(store.root, sid)
