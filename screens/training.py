@@ -115,7 +115,7 @@ class TrainingScreen(WorkbenchScreen):
     ]
 
     def compose_body(self) -> ComposeResult:
-        cfg = self.app.cfg
+        cfg = self.wb_app.cfg
         with VerticalScroll(id="body"):
             # Two rows, so that every field and both buttons fit in 80 columns.
             with Horizontal(classes="form-row", id="form"):
@@ -216,7 +216,7 @@ class TrainingScreen(WorkbenchScreen):
 
     def data_splits(self) -> List[str]:
         """The session's data jobs that ended ok, newest first: the splits a run can reuse (data.from)."""
-        jobs = [job for job in self.app.tracker.ordered() if job.kind == "data" and job.status.state == "ok"]
+        jobs = [job for job in self.wb_app.tracker.ordered() if job.kind == "data" and job.status.state == "ok"]
         return [job.jid for job in reversed(jobs)]
 
     def refresh_splits(self) -> None:
@@ -227,9 +227,9 @@ class TrainingScreen(WorkbenchScreen):
             return  # unchanged, or the field is not ready for options yet (the next tick tries again)
         self._splits = splits
         current = select.value
-        options, default = split_options(splits, self.app.cfg["data"].get("from"))
+        options, default = split_options(splits, self.wb_app.cfg["data"].get("from"))
         keep = getattr(self, "_split_picked", False) and current in [v for _, v in options]
-        self._split_auto = current if keep else default
+        self._split_auto = current if keep and isinstance(current, str) else default
         with self.prevent(Select.Changed):
             select.set_options(options)
             select.value = self._split_auto
@@ -303,7 +303,7 @@ class TrainingScreen(WorkbenchScreen):
         overrides = self.form_overrides()
         if extra:
             overrides["train"].update(extra)
-        self.app.start_job("train", overrides)
+        self.wb_app.start_job("train", overrides)
 
     def action_profile(self) -> None:
         """Start a run that profiles 20 steady steps after warm-up."""
@@ -319,7 +319,7 @@ class TrainingScreen(WorkbenchScreen):
 
         def go(confirmed: Optional[bool]) -> None:
             if confirmed:
-                self.app.cancel_job(jid)
+                self.wb_app.cancel_job(jid)
 
         self.app.push_screen(ConfirmScreen(stop_question(view), yes="Stop run"), go)
 
@@ -341,11 +341,11 @@ class TrainingScreen(WorkbenchScreen):
                 timeout=8,
             )
             return
-        self.app.start_job("train", resume_overrides(view.cfg, view.jid))
+        self.wb_app.start_job("train", resume_overrides(view.cfg, view.jid))
 
     def _state_dir(self, jid: Optional[str]):
         """The run's folder when it saved a resumable state, else None."""
-        job = self.app.tracker.jobs.get(jid or "")
+        job = self.wb_app.tracker.jobs.get(jid or "")
         if job is None:
             return None
         art = job.dir / "artifacts"
@@ -367,7 +367,7 @@ class TrainingScreen(WorkbenchScreen):
 
         def go(confirmed: Optional[bool] = True) -> None:
             if confirmed:
-                self.app.start_job("test", {"test": {"from": view.jid}})
+                self.wb_app.start_job("test", {"test": {"from": view.jid}})
 
         worries = []
         if view.state != "ok":
@@ -375,7 +375,7 @@ class TrainingScreen(WorkbenchScreen):
                 "%s did not end ok (%s): its best checkpoint is not necessarily the run's result."
                 % (view.jid, view.status or view.state or "running")
             )
-        spent = session_evaluations(self.app.store.root / self.app.sid) if self.app.sid else []
+        spent = session_evaluations(self.wb_app.store.root / self.wb_app.sid) if self.wb_app.sid else []
         if spent:
             worries.append(
                 "The test set of this session is spent: %s. %s."
@@ -390,10 +390,10 @@ class TrainingScreen(WorkbenchScreen):
     def action_freeze(self) -> None:
         """Freeze the shown run's best checkpoint as the session's candidate, after saying what that does."""
         view = self.view
-        if not view.jid or not self.app.sid:
+        if not view.jid or not self.wb_app.sid:
             self.app.notify("no training run to freeze", severity="warning")
             return
-        session_dir = self.app.store.root / self.app.sid
+        session_dir = self.wb_app.store.root / self.wb_app.sid
         before = candidate.current(session_dir)
 
         def go(confirmed: Optional[bool] = True) -> None:
@@ -453,7 +453,7 @@ class TrainingScreen(WorkbenchScreen):
         return self.view.jid
 
     def render_view(self, view: TrainingView) -> None:
-        plain = self.app.low_bandwidth
+        plain = self.wb_app.low_bandwidth
         if view.jid and view.jid != self.form_from and view.cfg:
             self.fill_form(view.jid, view.cfg)
         eta = view.eta_s()
@@ -491,8 +491,8 @@ class TrainingScreen(WorkbenchScreen):
             # Fixed-size panels updated without layout=True: a reflow repaints the whole screen.
             epochs.update(epochs_table(view, plain, rows), layout=False)
             self.query_one("#summary", Static).update(epochs_summary(view), layout=False)
-            shown = matrix_epoch(view, self.matrix_best)
-            val = (shown or {}).get("val") or {}
+            epoch = matrix_epoch(view, self.matrix_best)
+            val = (epoch or {}).get("val") or {}
             per_class = val.get("per_class") or []
             weakest = weakest_shown(val)  # workbench.analysis.metrics' rule; no highlight when every class ties
             self.query_one("#matrix-label", Static).update(matrix_label(view, self.matrix_best), layout=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from rich.segment import Segment
 from textual.strip import Strip
@@ -50,7 +50,7 @@ class Spark(Widget):
         return self._data
 
     @data.setter
-    def data(self, values: Sequence[float]) -> None:
+    def data(self, values: Iterable[float]) -> None:
         values = list(values)
         if values != self._data:
             self._data = values
