@@ -91,14 +91,14 @@ def find_official(ctx: JobContext, data_dir: Optional[str]) -> Tuple[Path, str]:
         raise fail(ctx, "data.files", title, exc, hint, evidence) from None
     if configured is not None and configured.is_dir() and directory.resolve() != configured.resolve():
         first = OFFICIAL_FILES[0].name
-        exc = DataError(
+        err = DataError(
             configured / first,
             "file is missing: data.dir names this existing folder, which holds "
             "none of the four files, so no other copy is used",
             "the four official files (raw or .gz) in data.dir, or data.dir unset",
         )
         raise fail(
-            ctx, "data.files", title, exc, "copy the official files into %s, or unset data.dir" % configured, evidence
+            ctx, "data.files", title, err, "copy the official files into %s, or unset data.dir" % configured, evidence
         )
     files = [find_file(directory, spec) for spec in OFFICIAL_FILES]
     # Where it was found in the search order; every place looked at is in the evidence.

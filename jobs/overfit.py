@@ -93,6 +93,7 @@ def overfit(ctx: JobContext, trainer: Trainer) -> Dict[str, Any]:
         "model": ctx.cfg.model.name,
     }
     if reached_at is not None:
+        assert factor is not None  # the target is reached only by finite losses
         ctx.check(
             CHECK_ID,
             CHECK_TITLE,
@@ -104,7 +105,7 @@ def overfit(ctx: JobContext, trainer: Trainer) -> Dict[str, Any]:
     else:
         why = (
             "a loss turned non-finite at step %d" % len(losses)
-            if not finite
+            if factor is None
             else "the loss fell only %.2f× (%.4f -> %.4g) in %d steps" % (factor, first, last, len(losses))
         )
         ctx.check(

@@ -34,7 +34,9 @@ def record_evaluation(train_dir: Path, entry: Dict[str, Any]) -> Dict[str, Any]:
     path = Path(train_dir) / COUNTER_NAME
     with open(str(Path(train_dir) / LOCK_NAME), "a+") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file closes
-        record = read_json(path) if path.exists() else {"train_job": Path(train_dir).name, "evaluations": []}
+        record: Dict[str, Any] = (
+            read_json(path) if path.exists() else {"train_job": Path(train_dir).name, "evaluations": []}
+        )
         record["evaluations"].append(entry)
         record["count"] = len(record["evaluations"])
         write_json(path, record)

@@ -128,7 +128,9 @@ def diff_event_fields(
     fields["hist"] = None
     if ref is not None and cand is not None and np.shape(ref) == np.shape(cand):
         fields["hist"] = histogram_abs_diff(ref, cand, bins=HIST_BINS)
-    fields["size"] = int(np.size(ref if ref is not None else cand))
+    present = ref if ref is not None else cand
+    assert present is not None  # diff_tensors refused both sides missing
+    fields["size"] = int(np.size(present))
     return fields
 
 

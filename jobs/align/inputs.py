@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def read_inputs(path: Path) -> Dict[str, Any]:
         }
 
 
-def weights_source(cfg: Dict[str, Any], job_dir: Path) -> Optional[Dict[str, Any]]:
+def weights_source(cfg: Mapping[str, Any], job_dir: Path) -> Optional[Dict[str, Any]]:
     """The checkpoint align.weights_from names (a train job → artifacts/best.ckpt, or a .ckpt path), or None."""
     value = cfg["align"].get("weights_from")
     if not value or value == INIT_VALUE:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def _run_side(ctx: JobContext, side: str, path: Dict[str, Any]) -> Dict[str, Any
     proc = _run_process(ctx, "side-" + side, "--side", side)
     out = side_paths(ctx.dir, side)
     if not out["json"].is_file():
-        record = {
+        record: Dict[str, Any] = {
             "side": side,
             "role": SIDES[side],
             "label": label,
@@ -221,7 +221,7 @@ def _paths_summary(records: Dict[str, Dict[str, Any]], paths: Dict[str, Dict[str
     return out
 
 
-def _tolerances(cfg: Dict[str, Any]) -> Dict[str, Any]:
+def _tolerances(cfg: Mapping[str, Any]) -> Dict[str, Any]:
     return {
         "atol": cfg["align"]["atol"],
         "rtol": cfg["align"]["rtol"],

@@ -23,7 +23,7 @@ import time
 import traceback
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -66,7 +66,7 @@ def _cells():
             h = x
             for cell in self.seq.cell_list:
                 h = cell(h)
-                outs = outs + (h,)
+                outs = outs + (h,)  # type: ignore[assignment]  # no annotation of `outs`: MindSpore's graph parser compiles this body
             return outs + (self.run_net(x),)
 
     class LossAndGrads(nn.Cell):
@@ -98,7 +98,7 @@ def _sequential(run_net, net):
     )
 
 
-def _optimizer(cfg: Dict[str, Any], params, precision: str):
+def _optimizer(cfg: Mapping[str, Any], params, precision: str):
     """The optimizer of the training config (Adam with a float16-safe eps for fp16)."""
     from mindspore import nn
 
@@ -122,7 +122,7 @@ def _state(cell) -> str:
 
 
 def compute(
-    cfg: Dict[str, Any], job_dir: Path, path: Dict[str, Any], record: Dict[str, Any]
+    cfg: Mapping[str, Any], job_dir: Path, path: Dict[str, Any], record: Dict[str, Any]
 ) -> OrderedDict[str, np.ndarray]:
     """Run one path: set the device first, load the shared weights, return its tensors in forward order."""
     from jobs.common.msdevice import effective_device, ms_role_warning, set_device

@@ -6,7 +6,7 @@ batches and the same losses; only the time to produce them differs. The tail bat
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Iterator, Mapping, Tuple
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def batch_bounds(n: int, batch_size: int, step: int) -> Tuple[int, int]:
 
 def generator_state(rng: np.random.Generator) -> Dict[str, Any]:
     """The generator's state as plain JSON-able data."""
-    return rng.bit_generator.state
+    return dict(rng.bit_generator.state)
 
 
 def generator_from_state(state: Dict[str, Any]) -> np.random.Generator:
@@ -138,7 +138,7 @@ class RunData:
         self.how = how
 
 
-def data_settings(own_cfg: Dict[str, Any], ref_cfg: Any) -> Dict[str, Any]:
+def data_settings(own_cfg: Mapping[str, Any], ref_cfg: Any) -> Dict[str, Any]:
     """The data section that produced a split: the data job's own config when known, else ours."""
     if isinstance(ref_cfg, dict) and isinstance(ref_cfg.get("data"), dict):
         return dict(ref_cfg["data"])
@@ -178,7 +178,7 @@ def find_split_record(ref: Any) -> Any:
     return None
 
 
-def load_run_data(job_dir: Any, cfg: Dict[str, Any]) -> RunData:
+def load_run_data(job_dir: Any, cfg: Mapping[str, Any]) -> RunData:
     """Train/val arrays for a run: the split of `data.from`, else a split made now with data.split_seed."""
     from jobs.common.models import read_job_config, resolve_job_ref
     from workbench.data.dataset import scale
@@ -271,7 +271,7 @@ def _check_split_fits(split: Any, source: Any, record: Any) -> None:
             )
 
 
-def load_test_set(train_dir: Any, train_cfg: Dict[str, Any]):
+def load_test_set(train_dir: Any, train_cfg: Mapping[str, Any]):
     """(scaled test images, labels, description) of the data a training run used."""
     from pathlib import Path
 

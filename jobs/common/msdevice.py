@@ -8,7 +8,7 @@ Feature-detected across MindSpore 2.4 .. 2.10: `ms.set_device(target, id)` where
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from jobs.common import device_activity
 from workbench.events.protocol import Evidence
@@ -63,7 +63,7 @@ def explain_error(text: str) -> str:
     return " | ".join(parts) + " (the job does not retry on CPU)" if parts else DEFAULT_HINT
 
 
-def ms_role_warning(env: Optional[Dict[str, str]] = None) -> Optional[str]:
+def ms_role_warning(env: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """Why MS_ROLE may have moved the work to CPU, or None when it is not a server role."""
     env = os.environ if env is None else env
     role = env.get("MS_ROLE")

@@ -150,7 +150,7 @@ def smi_lock(ctx: JobContext) -> str:
 
 def board_firmware(smi: SmiRun) -> Optional[str]:
     """The firmware version `npu-smi info -t board` prints for the first NPU (stands in for a missing version.info)."""
-    if not smi.listed or smi.run is None:
+    if not smi.listed or smi.run is None or smi.info is None:  # listed means info is there
         return None
     npu = min(d["npu"] for d in smi.info.devices)
     rc, out, err, _ = smi.run(["info", "-t", "board", "-i", str(npu)])
@@ -162,7 +162,7 @@ def board_firmware(smi: SmiRun) -> Optional[str]:
 
 def card_status(smi: SmiRun) -> List[Dict[str, Any]]:
     """Per-chip health, temperature, power, AI Core and memory of every NPU npu-smi listed (one record per chip)."""
-    if not smi.listed or smi.run is None:
+    if not smi.listed or smi.run is None or smi.info is None:
         return []
     return [chipstatus.read_card_status(smi.run, n) for n in sorted({d["npu"] for d in smi.info.devices})]
 

@@ -27,7 +27,7 @@ def write_checkpoint(run: ExportRun, loaded: SourceNet) -> Dict[str, Any]:
     src = loaded.source
     if src.kind == "fresh-init":
         save_ckpt_atomic(loaded.net, dst)
-        how = {"saved_from": "freshly initialised network (mindspore.save_checkpoint)"}
+        how: Dict[str, Any] = {"saved_from": "freshly initialised network (mindspore.save_checkpoint)"}
     else:
         with open(str(src.ckpt), "rb") as fh:
             write_bytes(dst, fh.read())
@@ -60,7 +60,7 @@ def reload_checkpoint(run: ExportRun, loaded: SourceNet, ref: ReferenceSet, ckpt
         ],
     )
     n = int(ref.inputs.shape[0])
-    base = {"format": "ckpt", "batch_size": n}
+    base: Dict[str, Any] = {"format": "ckpt", "batch_size": n}
     evidence = loader_evidence(outcome, "artifacts/model.ckpt")
     stale = not_fresh(outcome, "the checkpoint loader")
     if stale is not None:

@@ -58,8 +58,8 @@ def lite_checks(run: ExportRun, mindir: Optional[MindirExport], ref: ReferenceSe
             )
         return reason
     lite_build(run, "lite-cpu", "cpu", pairs[0][2], mindir, ref, lite)
-    backend = {"Ascend": "ascend", "GPU": "gpu"}.get(run.target)
-    if backend is None:
+    target_backend = {"Ascend": "ascend", "GPU": "gpu"}.get(run.target)
+    if target_backend is None:
         run.check(
             "lite-target",
             pairs[1][2],
@@ -71,7 +71,7 @@ def lite_checks(run: ExportRun, mindir: Optional[MindirExport], ref: ReferenceSe
             **base,
         )
     else:
-        lite_build(run, "lite-target", backend, pairs[1][2], mindir, ref, lite)
+        lite_build(run, "lite-target", target_backend, pairs[1][2], mindir, ref, lite)
     return None
 
 
@@ -121,7 +121,7 @@ def lite_build(
         return
     problem = loader_problem(outcome, "the Lite loader (%s)" % backend)
     if report.get("error") or problem is not None:
-        detail = report["error"]["message"] if report.get("error") else problem[1]
+        detail = report["error"]["message"] if report.get("error") or problem is None else problem[1]
         run.check(
             id_,
             title,
@@ -133,7 +133,7 @@ def lite_build(
             **base,
         )
         return
-    predict = next((s for s in report.get("steps") or [] if s.get("step") == "predict"), {})
+    predict: Dict[str, Any] = next((s for s in report.get("steps") or [] if s.get("step") == "predict"), {})
     cand = np.load(str(run.loads / predict["outputs"]), allow_pickle=False)
     rows = np.load(str(run.loads / predict["rows"]), allow_pickle=False)
     diff = diff_tensors("Lite %s logits" % backend, ref.logits[rows], cand, TOLERANCE.atol, TOLERANCE.rtol)

@@ -193,6 +193,7 @@ def metrics_check(run: ExportRun, loaded: SourceNet, pool: Dict[str, Any], pred:
             evidence=evidence,
         )
         return
+    assert accuracy is not None  # an empty validation selection has no accuracy: stop, never compare None
     delta = abs(accuracy - float(best_val["accuracy"]))
     status = Evidence.PASS if delta <= tol else Evidence.FAIL
     run.check(
@@ -206,7 +207,7 @@ def metrics_check(run: ExportRun, loaded: SourceNet, pool: Dict[str, Any], pred:
             float(best_val["accuracy"]),
             delta,
             tol,
-            report.get("macro_f1"),
+            report["macro_f1"],
             fmt(best_val.get("macro_f1")),
             labels.size,
         ),

@@ -141,6 +141,7 @@ def load_source(run: ExportRun) -> SourceNet:
         )
         loaded.net.set_train(False)
         return loaded
+    assert src.ckpt is not None  # every source but fresh-init names a checkpoint (resolve_source)
     digest = sha256_file(src.ckpt)
     recorded = ((src.best or {}).get("checkpoint") or {}).get("sha256")
     evidence = {
@@ -163,6 +164,7 @@ def load_source(run: ExportRun) -> SourceNet:
         )
         clean = False
     elif src.kind == "train-job":
+        assert src.best is not None  # a checkpoint is a train-job's when a best.json came with it (resolve_source)
         run.check(
             "source",
             "export source",

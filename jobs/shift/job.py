@@ -95,7 +95,11 @@ def failure_grid_png(rows: List[Tuple[str, np.ndarray]], path: Path) -> None:
     sheet = Image.new("L", (max(width, cell + 2 * pad), len(rows) * (cell + pad) + pad), 40)
     for r, (_, imgs) in enumerate(rows):
         for c, img in enumerate(imgs):
-            tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8)).resize((cell, cell), Image.NEAREST)
+            # Pillow >= 10 sets NEAREST at import (its stubs lack it); Image.Resampling needs 9.1, MindSpore asks 6.2
+            tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8)).resize(
+                (cell, cell),
+                Image.NEAREST,  # type: ignore[attr-defined]
+            )
             sheet.paste(tile, (pad + c * (cell + pad), pad + r * (cell + pad)))
     buf = io.BytesIO()
     sheet.save(buf, format="PNG")

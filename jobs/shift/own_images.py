@@ -67,7 +67,8 @@ def _decode(path: Path) -> np.ndarray:
     except (OSError, UnidentifiedImageError, ValueError) as exc:
         raise OwnImagesError("%s: cannot be decoded as an image (%s)" % (path, exc)) from None
     if grey.size != (28, 28):
-        grey = grey.resize((28, 28), Image.LANCZOS)
+        # Pillow >= 10 sets LANCZOS at import (its stubs lack it); Image.Resampling needs 9.1, MindSpore asks 6.2
+        grey = grey.resize((28, 28), Image.LANCZOS)  # type: ignore[attr-defined]
     return np.asarray(grey, dtype=np.uint8)
 
 
@@ -110,15 +111,15 @@ def load(folder: Path, on_bad: str = "error") -> OwnImages:
     if pair is not None:
         try:
             images = parse_idx(read_content(pair[0])[0], pair[0], 0x00000803, (28, 28), None)
-            labels = parse_idx(read_content(pair[1])[0], pair[1], 0x00000801, (), len(images))
+            idx_labels = parse_idx(read_content(pair[1])[0], pair[1], 0x00000801, (), len(images))
         except DataError as exc:
             raise OwnImagesError(str(exc)) from None
-        if labels.size and int(labels.max()) >= len(CLASS_NAMES):
-            raise OwnImagesError("%s: label %d is not a class index 0..9" % (pair[1], int(labels.max())))
+        if idx_labels.size and int(idx_labels.max()) >= len(CLASS_NAMES):
+            raise OwnImagesError("%s: label %d is not a class index 0..9" % (pair[1], int(idx_labels.max())))
         return OwnImages(
             (images.astype(np.float32) / 255.0),
-            labels.astype(np.int32),
-            ["%s[%d]" % (pair[0].name, i) for i in range(len(labels))],
+            idx_labels.astype(np.int32),
+            ["%s[%d]" % (pair[0].name, i) for i in range(len(idx_labels))],
             source="IDX pair %s, %s" % (pair[0].name, pair[1].name),
         )
     labels_by_file = _read_labels(folder)

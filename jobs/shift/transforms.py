@@ -8,6 +8,7 @@ so; every transform works on the whole batch at once with numpy and scipy.ndimag
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict, List, Tuple
 
 import numpy as np
@@ -87,7 +88,7 @@ def rotate(images: np.ndarray, level: float, rng: np.random.Generator) -> np.nda
     out = np.empty_like(images)
     signs = rng.choice((-1.0, 1.0), size=len(images))
     for sign in (-1.0, 1.0):
-        op = _operator(lambda b, a=sign * level: ndimage.rotate(b, a, reshape=False, order=1, mode="constant"))
+        op = _operator(partial(ndimage.rotate, angle=sign * level, reshape=False, order=1, mode="constant"))
         out[signs == sign] = _apply_operator(images[signs == sign], op)
     return out
 
