@@ -155,8 +155,9 @@ class CompareOverlay(ModalScreen):
 
     def _compute(self) -> None:
         try:
-            names = tuple("%s/%s" % (d.parent.parent.name, d.name) for d in self.dirs)
-            result = compare_dirs(self.dirs[0], self.dirs[1], self.tolerances, names=names)  # type: ignore[arg-type]
+            a, b = self.dirs
+            names = ("%s/%s" % (a.parent.parent.name, a.name), "%s/%s" % (b.parent.parent.name, b.name))
+            result = compare_dirs(a, b, self.tolerances, names=names)
             self.post_message(ComparisonComputed(result, None))
         except Exception as exc:  # shown in the overlay: a broken record must not take the app down
             self.post_message(ComparisonComputed(None, "%s: %s" % (type(exc).__name__, exc)))
