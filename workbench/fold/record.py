@@ -13,6 +13,8 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional
 
 from workbench.analysis.trainstate import TrainState
 from workbench.events.protocol import (
+    _OPT_INT,
+    _T_TYPES,
     KNOWN_TYPES,
     Evidence,
     SeqCheck,
@@ -188,6 +190,8 @@ class JobRecord:
             if self._step_values(rank, epoch, number_, loss, ms, size, phase):
                 self.steps.last = ev
             return True
+        if kind == "steps" and self.fast and "raw" not in ev and self._float_steps(ev, line):
+            return True
         if ev.get("raw"):  # not JSON, or JSON that is no event: shown as a garbage log line
             message = str(ev.get("message"))
             self._damage(line, _damage_kind(message), "not a JSON event: %r" % message[:80])
@@ -254,6 +258,44 @@ class JobRecord:
         if row is not None and is_main(ev):
             self.steps.last = as_step(ev, *row)
 
+    def _float_steps(self, ev: Dict[str, Any], line: int) -> bool:
+        """A batched line as the train job writes it, checked and folded in one go: the main rank's (no rank
+        or rank 0), every loss and step time a float, one int batch size, one named phase, a well-typed
+        envelope. The outcome of the generic path (steps_line_ok, then _bulk_steps); False for any other line."""
+        g = ev.get
+        losses, times, size, phase, seq, t = g("loss"), g("step_ms"), g("batch_size"), g("phase"), g("seq"), g("t")
+        if not (
+            type(seq) is int
+            and type(t) in _T_TYPES
+            and type(size) is int
+            and type(phase) is str
+            and phase  # an empty phase is inferred step by step
+            and type(g("epoch")) is int
+            and type(g("first_step")) is int
+            and type(g("global_step")) in _OPT_INT
+            and type(losses) is list
+            and type(times) is list
+            and losses
+            and len(losses) == len(times)
+            and ("rank" not in ev or (type(ev["rank"]) is int and ev["rank"] == 0))
+            and ("synthetic" not in ev or type(ev["synthetic"]) is bool)
+            and set(map(type, losses)) == _FLOAT
+            and set(map(type, times)) == _FLOAT
+        ):
+            return False
+        rank = g("rank")
+        jump = self.seq.see_seq(rank, seq)
+        if jump is not None:
+            self._seq_problem("line %d: %s" % (line, jump))
+        self.events += 1
+        if t is not None:
+            self.last_t = t
+        self.type_counts["steps"] += 1
+        if g("synthetic") is True:
+            self.synthetic = True
+        self._fold_floats(ev, rank, losses, times, size, phase)
+        return True
+
     def _bulk_steps(self, ev: Dict[str, Any]) -> bool:
         """The commonest batched line at once: the main rank's, every loss and step time a float, one batch
         size and one named phase for all (what the train job writes). The outcome of folding its steps in
@@ -274,6 +316,13 @@ class JobRecord:
             or set(map(type, times)) != _FLOAT
         ):
             return False
+        self._fold_floats(ev, rank, losses, times, size, phase)
+        return True
+
+    def _fold_floats(
+        self, ev: Dict[str, Any], rank: Any, losses: List[float], times: List[float], size: Any, phase: str
+    ) -> None:
+        """Fold a main-rank batched line's steps at once (their losses and times all floats, one size and phase)."""
         n = len(losses)
         self.steps_seen += n
         if self.step_table is not None:
@@ -287,7 +336,6 @@ class JobRecord:
                 steps.add(ms, size, steady)
         self.steps.add_floats(losses, times, phase)
         self.steps.last = as_step(ev, n - 1, ev["first_step"] + n - 1, losses[-1], times[-1], size, phase)
-        return True
 
     def _one_step(self, step: Dict[str, Any]) -> None:
         g = step.get

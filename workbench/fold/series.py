@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
+from functools import reduce
+from operator import add
 from typing import Any, Deque, Dict, List, Optional
 
 from workbench.analysis.metrics import upper_median
@@ -36,6 +38,21 @@ class WholeRunHistory:
             if len(self.points) >= self.max_points:
                 self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
                 self.per_point *= 2
+
+    def extend(self, values: List[float]) -> None:
+        """Add steps' values in turn (append for each; each point's sum taken in C, in the same order)."""
+        i, n = 0, len(values)
+        while i < n:
+            chunk = values[i : i + self.per_point - self._n]
+            i += len(chunk)
+            self._sum = reduce(add, chunk, self._sum)
+            self._n += len(chunk)
+            if self._n == self.per_point:
+                self.points.append(self._sum / self._n)
+                self._sum, self._n = 0.0, 0
+                if len(self.points) >= self.max_points:
+                    self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
+                    self.per_point *= 2
 
     def __iter__(self):
         return iter(self.points)
@@ -101,9 +118,7 @@ class StepSeries:
         if not n:
             return
         self.count += n
-        history = self.loss
-        for loss in losses:
-            history.append(loss)
+        self.loss.extend(losses)
         if self.first_loss is None:
             self.first_loss = losses[0]
             self.min_loss = min(losses)

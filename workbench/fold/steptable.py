@@ -15,10 +15,24 @@ from typing import IO, Any, Dict, List, Optional
 
 COLUMNS = ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase")
 MAX_ROWS = 4000
-SPOOL_BATCH = 4096  # rows written to the spool at a time
+SPOOL_BATCH = 4096  # rows formatted at a time
+SPOOL_CHARS = 1 << 20  # formatted rows written to the spool at a time
 
 
 ROW = ",".join(["%s"] * (len(COLUMNS) + 1)) + "\n"  # jid and the step's values, as metrics/steps.csv orders them
+
+
+def _cell_safe(text: str) -> bool:
+    """A cell csv writes as it is (no quoting) and "%s" formats the same way (never "None", csv's empty cell)."""
+    return not any(c in text for c in ',"\r\n%') and text != "None"
+
+
+def _float_format(jid: str, epoch: Any, size: Any, rank: Any, phase: Any) -> Optional[str]:
+    """The format of a batched line's rows (step, loss, step time to fill in); None when a cell needs csv."""
+    if epoch is None or not all(_cell_safe(str(c)) for c in (jid, epoch, size, rank, phase)):
+        return None
+    # %r of a float is its repr, what csv and "%s" write; a float's repr never holds a comma, quote or newline.
+    return "%s,%s,%%d,%%r,%%r,%s,%s,%s\n" % (jid, epoch, size, rank, phase)
 
 
 def _number(value: Any) -> Optional[float]:
@@ -44,6 +58,10 @@ class StepTable:
         self.spool: Optional[IO[str]] = spool_file
         self._writer = csv.writer(spool_file, lineterminator="\n") if spool_file is not None else None
         self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
+        self._text: List[str] = []  # rows already formatted (after those in _rows were), not yet written
+        self._text_chars = 0
+        self._format_of: Any = None  # the cells _format was made for
+        self._format: Optional[str] = None
 
     def add(self, step: Dict[str, Any]) -> None:
         """Take one step (an expanded `step` event)."""
@@ -119,11 +137,25 @@ class StepTable:
             size_cell = "" if size is None else size
             rank_cell = "" if rank is None else rank
             phase_cell = "" if phase is None else phase
-            self._rows.extend(
-                (self.jid, epoch, first + i, losses[i], times[i], size_cell, rank_cell, phase_cell) for i in range(n)
-            )
-            if len(self._rows) >= SPOOL_BATCH:
-                self._flush()
+            key = (epoch, size_cell, rank_cell, phase_cell, type(epoch), type(size_cell), type(rank_cell))
+            if key != self._format_of:  # the same for every line of a phase of an epoch
+                self._format_of = key
+                self._format = _float_format(self.jid, epoch, size_cell, rank_cell, phase_cell)
+            if self._format is None:  # a cell csv would quote or write otherwise: row by row, as add_row does
+                self._rows.extend(
+                    (self.jid, epoch, first + i, losses[i], times[i], size_cell, rank_cell, phase_cell)
+                    for i in range(n)
+                )
+                if len(self._rows) >= SPOOL_BATCH:
+                    self._flush()
+            else:
+                if self._rows:
+                    self._format_rows()
+                text = "".join(map(self._format.__mod__, zip(range(first, first + n), losses, times)))
+                self._text.append(text)
+                self._text_chars += len(text)
+                if self._text_chars >= SPOOL_CHARS:
+                    self._flush()
         columns, count = self.columns, self.count
         i = (-count) % self.every
         while i < n:
@@ -138,9 +170,10 @@ class StepTable:
             i += (-(count + i)) % self.every
         self.count += n
 
-    def _flush(self) -> None:
-        rows, spool, writer = self._rows, self.spool, self._writer
-        if not rows or spool is None or writer is None:  # rows are kept only while there is a spool
+    def _format_rows(self) -> None:
+        """Format the rows in _rows onto _text (or write them, and what came before, through csv)."""
+        rows, writer = self._rows, self._writer
+        if not rows or writer is None:
             return
         # csv.writer writes str(value) (a float's repr) and quotes a value holding a comma, a quote or a newline.
         # Formatted in one go (csv's cost per float is about twice this), then checked: no value held one, and
@@ -154,10 +187,25 @@ class StepTable:
             and "\r" not in text
             and "None" not in text
         ):
-            spool.write(text)
+            self._text.append(text)
+            self._text_chars += len(text)
         else:
+            self._write_text()
             writer.writerows(rows)
         rows.clear()
+
+    def _write_text(self) -> None:
+        if self._text and self.spool is not None:
+            self.spool.write("".join(self._text))
+        self._text.clear()
+        self._text_chars = 0
+
+    def _flush(self) -> None:
+        """Write every row taken so far to the spool."""
+        if self.spool is None:  # rows are kept only while there is a spool
+            return
+        self._format_rows()
+        self._write_text()
 
     def as_dict(self) -> Dict[str, Any]:
         """The thinned table: each column a list, with `recorded` (steps read) and `every` (thinning)."""
@@ -183,3 +231,4 @@ class StepTable:
         if self.spool is not None:
             self.spool.close()
             self.spool, self._writer, self._rows = None, None, None
+            self._text.clear()
