@@ -40,6 +40,9 @@ def _config(args) -> Optional[dict]:
         return None
 
 
+FOLLOW_BLOCK_BYTES = 1 << 20  # what `watch` and `run` read of an events file at a time
+
+
 def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verbose_steps: int = 0) -> int:
     """Print a job's events until it ends; return the CLI exit code (0 ok, 1 otherwise)."""
     stream = stream or sys.stdout
@@ -52,18 +55,21 @@ def follow(job_dir: Path, out_json: bool, stream=None, poll_s: float = 0.1, verb
     try:
         while True:
             ended = (job_dir / "exit.json").exists() or job_status(job_dir).done
-            for raw in reader.read_lines():
-                if not raw.strip():
-                    continue
-                if out_json:
-                    stream.write(raw.decode("utf-8", "replace") + "\n")
-                    continue
-                ev = decode_line(raw)
-                if bar is not None and damage(ev) is None:
-                    bar.update(ev)
-                line = format_event(ev, verbose_steps=verbose_steps if bar is None else 0)
-                if line:
-                    (bar.print if bar is not None else lambda s: stream.write(s + "\n"))(line)
+            while True:  # a block at a time: a long file's replay holds one block, not the file
+                for raw in reader.read_lines(FOLLOW_BLOCK_BYTES):
+                    if not raw.strip():
+                        continue
+                    if out_json:
+                        stream.write(raw.decode("utf-8", "replace") + "\n")
+                        continue
+                    ev = decode_line(raw)
+                    if bar is not None and damage(ev) is None:
+                        bar.update(ev)
+                    line = format_event(ev, verbose_steps=verbose_steps if bar is None else 0)
+                    if line:
+                        (bar.print if bar is not None else lambda s: stream.write(s + "\n"))(line)
+                if not reader.capped:
+                    break
             stream.flush()
             if ended:
                 break
