@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from workbench.system.atomic import write_text
 HASH_RULE = "SHA-256 over the network parameters sorted by name (name, dtype, shape, bytes of .asnumpy())"
 
 
-def rank_env(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> Optional[Dict[str, Any]]:
+def rank_env(cfg: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Optional[Dict[str, Any]]:
     """{rank, size, local_rank, node_rank} from msrun's environment, or None for a single-process run."""
     par = cfg["train"]["parallel"]
     if par["workers"] <= 1:
@@ -53,7 +53,9 @@ def parallel_mode_constant(ms) -> Any:
     """ParallelMode.DATA_PARALLEL wherever this MindSpore keeps it."""
     holder = getattr(ms, "ParallelMode", None)
     if holder is None:
-        from mindspore.context import ParallelMode as holder  # older releases
+        from mindspore import context  # older releases keep it in mindspore.context
+
+        holder = context.ParallelMode
     return holder.DATA_PARALLEL
 
 

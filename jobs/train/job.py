@@ -79,6 +79,7 @@ class Trainer:
 
     def join_cluster(self) -> None:
         """A data-parallel rank joins msrun's cluster after its device is set."""
+        assert self.par is not None  # require_device calls this only for a data-parallel rank
         joined = dataparallel.init_collective(self.ms, self.par)
         self.ctx.log("rank %d of %d joined the cluster: %s" % (joined["rank"], joined["size"], joined["api"]))
 
@@ -143,6 +144,7 @@ def main(ctx: JobContext) -> str:
                 type_="WeightsDiffer",
             )
         if not trainer.is_rank0:
+            assert places is not None  # exchanged above, as par is set
             cluster_info.leave_node_summary(ctx, par, places, ranks)
             return "ok"
     ctx.result(

@@ -190,16 +190,17 @@ class TrainLoop:
         if log.past_warmup and not (profile.settled and self.sampling.reported):
             self.sampling.poll(pipe, st.global_step)
             profile.maybe_open(pipe, log, st.global_step, self.plan.steps - step, self.sampling.reported)
-        profiling = profile.is_open
-        if profiling:
-            profile.window.step_begin()
+        window = profile.window if profile.is_open else None  # the profiler records this step
+        profiling = window is not None
+        if window is not None:
+            window.step_begin()
         mon = self.monitor
         sampled = mon is not None and mon.due(st.global_step + 1)
         t0 = time.perf_counter()
         xb, yb, size = next(batches)
-        out = mon.step(xb, yb) if sampled else self.run.train_step(xb, yb)  # type: ignore[union-attr]
+        out = mon.step(xb, yb) if sampled and mon is not None else self.run.train_step(xb, yb)
         loss_value = float(stepcell.loss_of(out).asnumpy())
-        rows = mon.fetch() if sampled else None  # type: ignore[union-attr]
+        rows = mon.fetch() if sampled and mon is not None else None
         step_ms = (time.perf_counter() - t0) * 1000.0
         self.last_finite.note(loss_value)
         phase = log.phase_of_next(size)
@@ -209,11 +210,11 @@ class TrainLoop:
         log.add(step_ms, size, st.epoch, st.global_step, phase)
         if phase in ("compile", "recompile"):
             freeze_heap()
-        if profiling and profile.window.step_end(step_ms, st.global_step):
-            profile.window.close()  # the profiler's own work, after the step's time was taken
+        if window is not None and window.step_end(step_ms, st.global_step):
+            window.close()  # the profiler's own work, after the step's time was taken
         pipe.step(st.epoch, step + 1, st.global_step, loss_value, step_ms, size, phase)
-        if rows is not None:
-            mon.record(pipe, rows, st.epoch, st.global_step)  # type: ignore[union-attr]
+        if rows is not None and mon is not None:
+            mon.record(pipe, rows, st.epoch, st.global_step)
         if self.scale_log is not None:
             self.scale_log.see(pipe, out, self.run.train_step, st.epoch, step + 1, st.global_step)
         if not math.isfinite(loss_value):

@@ -88,10 +88,9 @@ class ProfilePlan:
 
     def close_at_epoch_end(self) -> None:
         """A window still open when the epoch ends closes there (the next epoch starts a new order)."""
-        if self.is_open:
-            self.window.close(
-                "the epoch ended after %d of %d steps" % (len(self.window.step_ms), self.window.steps_wanted)
-            )
+        window = self.window
+        if window is not None and window.is_open:
+            window.close("the epoch ended after %d of %d steps" % (len(window.step_ms), window.steps_wanted))
 
     def close_on_stop(self) -> None:
         """Give stdout back even when the run stopped on an error."""

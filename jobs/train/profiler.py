@@ -176,7 +176,7 @@ class ProfiledWindow:
 
     def emit_artifacts(self) -> List[Dict[str, Any]]:
         """Artifact events for the trace/table files and the profiler's stdout log."""
-        out = []
+        out: List[Dict[str, Any]] = []
         if not self.out_dir.is_dir():
             return out
         for item in trace_files(self.out_dir):

@@ -92,6 +92,7 @@ def run_repeats(run: Any, seed: int) -> Dict[str, Any]:
         ctx.raise_if_cancelled()
     medians = [r["median_ms"] for r in rows]
     mid = median(medians)
+    assert mid is not None  # perf.repeats > 1 here: there are medians
     q = quartiles(medians)
     evidence = {
         "repeats": p.repeats,
