@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -315,6 +316,7 @@ def _write_record(
     """Stage the record's files, swap them in, then write the manifest and the archive."""
     export_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-staging-", dir=str(export_dir.parent)))
+    shots = _Pictures(screenshots, stage, folded)  # drawn by the UI side's child while this writes the rest
     try:
         (stage / "metrics").mkdir(parents=True)
         with open(str(stage / "metrics" / "steps.csv"), "w", encoding="utf-8", newline="") as fh:
@@ -336,7 +338,7 @@ def _write_record(
             "masked": masked,
         }
         report["files"].update(write_package(report, files, stage))
-        report["files"]["screenshots"] = screenshot_record(screenshots, stage, folded)
+        report["files"]["screenshots"] = shots.result()
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
         write_text(stage / "report.md", markdown.render(report))
@@ -345,9 +347,29 @@ def _write_record(
         _seal(stage, sid, files)
         _swap_in(stage, export_dir)
     finally:
+        shots.result()  # never leave the child drawing into a folder being removed
         if stage.exists():
             shutil.rmtree(str(stage), ignore_errors=True)
     return export_dir
+
+
+class _Pictures(threading.Thread):
+    """screenshot_record in a thread, from the moment the stage exists: the pictures are drawn (in the UI side's
+    child process) while the export writes its other files, and waited for only when the report needs them."""
+
+    def __init__(self, shooter: Optional[Screenshooter], stage: Path, folded: FoldedSession):
+        super().__init__(name="export-screenshots", daemon=True)
+        self.args = (shooter, stage, folded)
+        self.got: Dict[str, Any] = {"files": [], "error": "the screenshots were not taken"}
+        self.start()
+
+    def run(self) -> None:
+        self.got = screenshot_record(*self.args)
+
+    def result(self) -> Dict[str, Any]:
+        """What screenshot_record returned (waiting for it)."""
+        self.join()
+        return self.got
 
 
 def _seal(stage: Path, sid: str, files: SessionFiles) -> None:
@@ -380,17 +402,42 @@ def _scrub_tree(folder: Path, scrubber: Scrubber) -> None:
         if not path.is_file():
             continue
         if path.stat().st_size > IN_MEMORY_LIMIT_BYTES:  # steps.csv of a long run: in blocks of lines
-            entry = Entry(path.name, path, None, 0.0, length=path.stat().st_size)
-            spill = path.with_name("." + path.name + ".scrub.tmp")
-            with open(str(spill), "wb") as out:
-                for block in line_blocks(entry.chunks()):
-                    out.write(scrubber.file(path.name, block))
-            os.replace(str(spill), str(path))
+            _scrub_large(path, scrubber)
             continue
         data = path.read_bytes()
         clean = scrubber.file(path.name, data)
         if clean != data:
             write_text(path, clean.decode("utf-8"))
+
+
+def _scrub_large(path: Path, scrubber: Scrubber) -> None:
+    """Scrub a large file in blocks of lines; it is rewritten only from the first block that changes."""
+    entry = Entry(path.name, path, None, 0.0, length=path.stat().st_size)
+    spill = path.with_name("." + path.name + ".scrub.tmp")
+    out = None
+    kept = 0  # bytes before the first changed block, copied as they are
+    try:
+        for block in line_blocks(entry.chunks()):
+            clean = scrubber.file(path.name, block)
+            if out is None and clean != block:
+                out = open(str(spill), "wb")
+                with open(str(path), "rb") as src:
+                    while kept:
+                        part = src.read(min(kept, 1 << 20))
+                        out.write(part)
+                        kept -= len(part)
+            if out is None:
+                kept += len(block)
+            else:
+                out.write(clean)
+    except BaseException:
+        if out is not None:
+            out.close()
+            os.unlink(str(spill))
+        raise
+    if out is not None:
+        out.close()
+        os.replace(str(spill), str(path))
 
 
 class OutsideOwnFolder(ValueError):

@@ -1,0 +1,36 @@
+"""The record's last masking pass over a large file (steps.csv of a long run) rewrites it only when it must."""
+
+from __future__ import annotations
+
+import os
+
+from workbench.masking.scrub import Scrubber
+from workbench.record.write import _scrub_large
+
+
+def _rows(n: int) -> bytes:
+    return b"".join(b"train-001,1,%d,0.5,2.0,64,,steady\n" % i for i in range(n))
+
+
+def test_a_clean_large_file_is_left_as_it_is(tmp_path):
+    path = tmp_path / "steps.csv"
+    path.write_bytes(_rows(200000))  # several blocks
+    os.utime(str(path), (1, 1))
+    before = os.stat(str(path))
+    _scrub_large(path, Scrubber(["hunter2secret"]))
+    after = os.stat(str(path))
+    assert (after.st_ino, after.st_mtime, after.st_size) == (before.st_ino, 1, before.st_size)
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_a_secret_late_in_a_large_file_is_masked_and_the_rest_kept(tmp_path):
+    path = tmp_path / "steps.csv"
+    head, tail = _rows(150000), _rows(1000)
+    data = head + b"train-001,1,9,0.5,2.0,64,,hunter2secret\n" + tail
+    path.write_bytes(data)
+    scrubber = Scrubber(["hunter2secret"])
+    _scrub_large(path, scrubber)
+    got = path.read_bytes()
+    assert got == scrubber.file("steps.csv", data)  # the same as masking it whole
+    assert b"hunter2secret" not in got and got.startswith(head) and got.endswith(tail)
+    assert not list(tmp_path.glob(".*tmp"))
