@@ -308,9 +308,14 @@ def layers_panel(view: TrainingView, plain: bool = False) -> Text:
     st = view.train_state
     out = Text(no_wrap=True, overflow="ellipsis")
     if st.count:
+        skipped = (
+            " (%d skipped by the loss scale, last at step %s: not judged)" % (st.skipped, st.last_skipped)
+            if st.skipped
+            else ""
+        )
         out.append(
-            "layers: every %s steps, %d samples to step %s; Δw/w = |Δw|/|w| of a step\n"
-            % (view.monitor_every or "?", st.count, st.last_step),
+            "layers: every %s steps, %d samples to step %s%s; Δw/w = |Δw|/|w| of a step\n"
+            % (view.monitor_every or "?", st.count, st.last_step, skipped),
             style="bold",
         )
         cells, styles = [], []

@@ -162,33 +162,66 @@ def _gain_class():
     return Gain
 
 
-def monitored_step(loss_cell: Any, opt: Any) -> Any:
-    """A step cell sharing `loss_cell` and `opt` that returns (loss, the gradients it applied, in parameter order)."""
-    return _monitored_class()(loss_cell, opt)
+def monitored_step(train_step: Any, loss_cell: Any, opt: Any) -> Any:
+    """A step cell sharing `train_step`'s loss cell, optimizer (and loss scale) that also returns the gradients it applied.
+
+    Plain: (loss, grads). Loss-scaled: (loss, overflow, scale, grads), the gradients unscaled; the
+    scale parameter and its update cell are `train_step`'s own, so both cells move one scale.
+    """
+    manager = getattr(train_step, "loss_scaling_manager", None)
+    if manager is None:
+        return _monitored_class()(loss_cell, opt)
+    cell = _monitored_loss_scale_class(type(train_step))(loss_cell, opt, scale_sense=manager)
+    cell.scale_sense = train_step.scale_sense
+    return cell
 
 
 def _monitored_class():
     """Defined lazily so importing this module does not import MindSpore."""
     from mindspore import nn, ops
 
-    class MonitoredStep(nn.Cell):
-        """TrainOneStepCell's step that also returns the gradients it applied (one compiled graph, no second pass)."""
+    class MonitoredStep(nn.TrainOneStepCell):
+        """TrainOneStepCell's step that also returns the gradients it applied (one compiled graph, no second pass).
 
-        def __init__(self, network, optimizer):
-            super().__init__(auto_prefix=False)
-            self.network = network
-            self.optimizer = optimizer
-            self.weights = optimizer.parameters
-            self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+        The gradients pass the cell's grad reducer (the mean over the ranks of a data-parallel run), so
+        every rank applies and returns the same gradients, as with the plain cell.
+        """
 
         def construct(self, x, label):
             loss = self.network(x, label)
             sens = ops.fill(loss.dtype, loss.shape, 1.0)
             grads = self.grad(self.network, self.weights)(x, label, sens)
+            grads = self.grad_reducer(grads)
             loss = ops.depend(loss, self.optimizer(grads))
             return loss, grads
 
     return MonitoredStep
+
+
+def _monitored_loss_scale_class(base: Any) -> Any:
+    """`base` (a TrainOneStepWithLossScaleCell) whose step also returns the unscaled gradients."""
+    from mindspore import Tensor, ops
+    from mindspore import dtype as mstype
+    from mindspore.nn.wrap.loss_scale import _grad_scale
+
+    class MonitoredLossScaleStep(base):
+        """TrainOneStepWithLossScaleCell.construct, returning the gradients after unscaling as a fourth output."""
+
+        def construct(self, x, label):
+            loss = self.network(x, label)
+            scaling_sens = self.scale_sense
+            status = Tensor([0] * 8, mstype.int32)
+            scaling_sens_filled = ops.ones_like(loss) * ops.cast(scaling_sens, ops.dtype(loss))
+            grads = self.grad(self.network, self.weights)(x, label, scaling_sens_filled)
+            grads = self.hyper_map(ops.partial(_grad_scale, scaling_sens), grads)
+            grads = self.grad_reducer(grads)
+            cond = self.get_overflow_status(status, grads)
+            overflow = self.process_loss_scale(cond)
+            if not overflow:
+                loss = ops.depend(loss, self.optimizer(grads))
+            return loss, cond, scaling_sens, grads
+
+    return MonitoredLossScaleStep
 
 
 def param_names(opt: Any) -> list:

@@ -103,12 +103,10 @@ class TrainLoop:
         self.started_at = time.time()  # the fallback start when job.json has no `created`
         self.repeats: Optional[Dict[str, Any]] = None
         self.last_finite = lastfinite.LastFinite(run)
-        every = t.monitor.every if run.par is None else 0  # data-parallel ranks: not monitored
-        if every and t.loss_scale != "none":
-            self.ctx.log("train.monitor.every is off: a loss-scaled step runs its own cell", level="warning")
-            every = 0
+        every = t.monitor.every
         self.scale_log: Optional[LossScaleLog] = None  # made in train(), after a resume loaded the scale
-        self.monitor = monitoring.Monitor(run, every) if every else None
+        # every rank runs the monitored graph at the same steps (its gradients are averaged over the ranks); rank 0 tells
+        self.monitor = monitoring.Monitor(run, every, reports=run.is_rank0) if every else None
 
     def train(self) -> Dict[str, Any]:
         """Resume if asked, run the epochs; returns the final perf fields."""
@@ -349,7 +347,7 @@ class TrainLoop:
         ctx.progress(st.global_step, self.plan.total_steps, "step", "done")
         self.sampling.finish(self.log)
         self.profile.finish(self.log)
-        if self.monitor is not None:
+        if self.monitor is not None and self.run.is_rank0:
             self.monitor.check(ctx)
         ctx.check(
             "finite-loss",

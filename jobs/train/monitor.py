@@ -1,11 +1,13 @@
 """The training-state monitor in the train job: every N-th step runs the monitored cell, its rows go out as `monitor` events.
 
-The monitored cell (jobs/common/stepcell.py) shares the network and optimizer with the plain step
-cell, so a sampled step is a training step like the others that also hands back the gradients it
-applied: no second forward or backward pass. The weights are fetched before and after that step and
-everything is reduced to norms on the host (float32 dot products) (reductions inside the CPU graph cost more
-than the step itself: about 10 ms against 5 ms, measured). Samples are batched into one event about
-every second.
+The monitored cell (jobs/common/stepcell.py) shares the network, the optimizer and a dynamic loss
+scale with the plain step cell, so a sampled step is a training step like the others that also hands
+back the gradients it applied (unscaled): no second forward or backward pass. The weights are copied
+before that step into buffers kept for the run, fetched after it, and everything is reduced to norms
+on the host (float32 dot products): reductions inside the CPU graph cost more than the step itself
+(about 10 ms against 5 ms, measured). A step the loss scale skipped is marked and never judged.
+Samples are batched into one event about every second; in a data-parallel run every rank samples the
+same steps (the same graph, the same averaged gradients) and rank 0 reports.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ FLUSH_SAMPLES = 50
 
 
 def rows_from(before: List[np.ndarray], after: List[np.ndarray], grads: List[np.ndarray]) -> Dict[str, List[float]]:
-    """Per parameter: weight norm (after the step), gradient norm, update ratio |after - before|/|after|, non-finite share."""
+    """Per parameter: weight norm (after the step), gradient norm, update ratio |after - before|/|after|, non-finite share.
+
+    A float32 array of `before` is overwritten with the update (the monitor's own buffers: no allocation).
+    """
     w, g, ratio, share = [], [], [], []
     for b, a, gr in zip(before, after, grads):
-        a32, b32, g32 = (np.asarray(v, dtype=np.float32).ravel() for v in (a, b, gr))
-        d32 = a32 - b32
+        # float32 views (no copy for the float32 arrays asnumpy gives); np.dot is BLAS's sdot, no squared temporary
+        a32, b32, g32 = (np.asarray(v, dtype=np.float32).reshape(-1) for v in (a, b, gr))
+        d32 = np.subtract(a32, b32, out=b32) if b32.flags.writeable else a32 - b32
         wn, dn = math.sqrt(float(np.dot(a32, a32))), math.sqrt(float(np.dot(d32, d32)))
         gsq = float(np.dot(g32, g32))
         if not math.isfinite(gsq):  # past float32's range, or a NaN/Inf under it: again in float64
@@ -41,25 +47,21 @@ def rows_from(before: List[np.ndarray], after: List[np.ndarray], grads: List[np.
         g.append(math.sqrt(gsq) if math.isfinite(gsq) else float("inf"))
         ratio.append(dn / wn if wn > 0 else (float("inf") if dn > 0 else 0.0))
         share.append(bad / float(g32.size) if g32.size else 0.0)
-    return {
-        "weight_norm": _short(np.array(w)),
-        "grad_norm": _short(np.array(g)),
-        "update_ratio": _short(np.array(ratio)),
-        "nonfinite": _short(np.array(share)),
-    }
+    return {"weight_norm": _short(w), "grad_norm": _short(g), "update_ratio": _short(ratio), "nonfinite": _short(share)}
 
 
-def _short(values: np.ndarray) -> List[float]:
+def _short(values: List[float]) -> List[float]:
     """Five significant digits (the event stays small; a flag rule never hinges on the sixth)."""
-    return [float("%.5g" % v) for v in values.tolist()]
+    return [float("%.5g" % v) for v in values]
 
 
 class Monitor:
     """Decides which steps are sampled, runs them, batches their rows, folds the flags for the end-of-run check."""
 
-    def __init__(self, run: Any, every: int):
+    def __init__(self, run: Any, every: int, reports: bool = True):
         self.run, self.every = run, int(every)
-        self.cell = stepcell.monitored_step(run.loss_cell, run.opt)
+        self.reports = reports  # False on data-parallel ranks other than 0: they sample (same graph), rank 0 tells
+        self.cell = stepcell.monitored_step(run.train_step, run.loss_cell, run.opt)
         self.cell.set_train(True)
         self.names = stepcell.param_names(run.opt)
         self.sizes = stepcell.param_sizes(run.opt)
@@ -67,11 +69,12 @@ class Monitor:
         self.pending: Dict[str, List[Any]] = self._empty()
         self.flushed_at = time.monotonic()
         self.params = list(run.opt.parameters)
-        self.before: List[np.ndarray] = []
+        self.before = [np.empty(p.shape, dtype=np.float32) for p in self.params]  # reused: no allocation per sample
         self.grads: Any = None
+        self.overflow: Any = None
 
     def _empty(self) -> Dict[str, List[Any]]:
-        return {"global_step": [], "epoch": [], **{f: [] for f in trainstate.FIELDS}}
+        return {"global_step": [], "epoch": [], "skipped": [], **{f: [] for f in trainstate.FIELDS}}
 
     def precompile(self, x: Any, y: Any) -> None:
         """Compile the monitored graph before the first step (Cell.compile where it exists), so no step pays it."""
@@ -83,25 +86,34 @@ class Monitor:
         return global_step % self.every == 0
 
     def step(self, x: Any, y: Any) -> Any:
-        """Copy the weights, run one monitored training step; the loss tensor (the rows come from `fetch`)."""
-        self.before = [p.asnumpy().copy() for p in self.params]
-        loss, self.grads = self.cell(x, y)
-        return loss
+        """Copy the weights, run one monitored step; what the plain cell returns (the rows come from `fetch`)."""
+        for keep, p in zip(self.before, self.params):
+            np.copyto(keep, p.asnumpy())
+        out = self.cell(x, y)
+        self.grads = out[-1]
+        self.overflow = out[1] if len(out) == 4 else None  # a loss-scaled cell: (loss, overflow, scale, grads)
+        return out[0] if len(out) == 2 else out[:3]
 
-    def fetch(self) -> Dict[str, List[float]]:
-        """The sampled step's rows from the weights before and after it and its gradients (asnumpy)."""
-        return rows_from(self.before, [p.asnumpy() for p in self.params], [g.asnumpy() for g in self.grads])
+    def fetch(self) -> Dict[str, Any]:
+        """The sampled step's rows from the weights before and after it and its gradients (asnumpy); `skipped` too."""
+        rows: Dict[str, Any] = rows_from(
+            self.before, [p.asnumpy() for p in self.params], [g.asnumpy() for g in self.grads]
+        )
+        rows["skipped"] = self.overflow is not None and bool(self.overflow.asnumpy())
+        return rows
 
     def record(self, pipe: Any, rows: Dict[str, List[float]], epoch: int, global_step: int) -> List[Dict[str, Any]]:
         """Queue one sample and fold its flags; returns the flags raised for the first time."""
         self.pending["global_step"].append(global_step)
         self.pending["epoch"].append(epoch)
+        self.pending["skipped"].append(bool(rows.get("skipped")))
         for field in trainstate.FIELDS:
             self.pending[field].append(rows[field])
         sample = {
             "global_step": global_step,
             "epoch": epoch,
             "rows": {n: {f: rows[f][i] for f in trainstate.FIELDS} for i, n in enumerate(self.names)},
+            "skipped": bool(rows.get("skipped")),
         }
         raised = self.state.add(sample)
         now = time.monotonic()
@@ -110,10 +122,13 @@ class Monitor:
         return raised
 
     def flush(self, pipe: Any) -> None:
-        """Queue the batched samples as one `monitor` event."""
+        """Queue the batched samples as one `monitor` event (only where this rank reports)."""
         if not self.pending["global_step"]:
             return
-        pipe.put("monitor", names=self.names, every=self.every, **self.pending)
+        if not any(self.pending["skipped"]):
+            del self.pending["skipped"]  # a run without a loss scale writes the same events as before
+        if self.reports:
+            pipe.put("monitor", names=self.names, every=self.every, **self.pending)
         self.pending = self._empty()
         self.flushed_at = time.monotonic()
 
@@ -122,6 +137,7 @@ class Monitor:
         st = self.state
         evidence = {
             "samples": st.count,
+            "skipped": st.skipped,
             "every": self.every,
             "flags": st.flags,
             "flag_samples": st.flag_counts,
@@ -132,8 +148,14 @@ class Monitor:
         if not st.count:
             ctx.check("train-state", "training state", Evidence.NOT_RUN, "no step was sampled", evidence=evidence)
             return
+        if st.count == st.skipped:
+            detail = "all %d sampled steps were skipped by the loss scale (overflow): none judged" % st.count
+            ctx.check("train-state", "training state", Evidence.NOT_RUN, detail, evidence=evidence)
+            return
         if not st.flags:
             detail = "no flag in %d samples (every %d steps) of %d parameters" % (st.count, self.every, len(self.names))
+            if st.skipped:
+                detail += "; %d sampled steps skipped by the loss scale (overflow) not judged" % st.skipped
             ctx.check("train-state", "training state", Evidence.PASS, detail, evidence=evidence)
             return
         first = sorted(st.flags, key=lambda f: f["global_step"])[:3]
@@ -149,6 +171,8 @@ class Monitor:
         )
 
 
-def nonfinite_grads(rows: Dict[str, List[float]]) -> bool:
-    """True when any parameter's gradient held a NaN or Inf."""
-    return any((v is not None and (not math.isfinite(v) or v > 0)) for v in rows["nonfinite"])
+def nonfinite_grads(rows: Dict[str, Any]) -> bool:
+    """True when any parameter's gradient held a NaN or Inf on a step that was not skipped by a loss scale."""
+    return not rows.get("skipped") and any(
+        (v is not None and (not math.isfinite(v) or v > 0)) for v in rows["nonfinite"]
+    )

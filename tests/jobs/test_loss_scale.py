@@ -16,6 +16,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.events import assert_events_valid
 from workbench.events.protocol import Evidence, read_all
+from workbench.events.steps import expand_steps
 from workbench.fold.record import JobRecord
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
@@ -79,3 +80,41 @@ def test_precision_run_reads_the_candidates_loss_scale(tmp_path):
     fp32_events = read_all(str(job / "legs" / "fp32" / "events.jsonl"))
     assert not [e for e in fp32_events if e["type"] == "loss_scale"]  # the fp32 twin is not scaled
     assert check["status"] in (Evidence.PASS, Evidence.FAIL)
+
+
+def test_monitor_with_a_dynamic_loss_scale_marks_the_skipped_steps_and_moves_one_scale(tmp_path):
+    sessions = tmp_path / "sessions"
+    plain = run_job(sessions, "train", "train.precision=amp-O2")
+    job = run_job(sessions, "train", "train.precision=amp-O2", "train.monitor.every=2")
+    events = read_all(str(job / "events.jsonl"))
+    assert [e for e in events if e["type"] == "finished"][-1]["status"] == "ok"
+    twin = read_all(str(plain / "events.jsonl"))
+
+    def scale_events(evs):
+        return [{k: v for k, v in e.items() if k not in ("t", "seq")} for e in evs if e["type"] == "loss_scale"]
+
+    # the monitored cell moves the plain cell's scale: the same curve and skips, step for step, and the same losses
+    assert scale_events(events) == scale_events(twin)
+    losses = [
+        [s["loss"] for e in evs if e["type"] in ("step", "steps") for s in expand_steps(e)] for evs in (events, twin)
+    ]
+    assert losses[0] == losses[1] and len(losses[0]) > 10
+    rec = JobRecord(job.name, "train", job_dir=job)
+    rec.ingest(events)
+    skipped_steps = {e["global_step"] for e in scale_events(events) if e["overflow"]}
+    samples = [
+        (step, flag, ratios)
+        for e in events
+        if e["type"] == "monitor"
+        for step, flag, ratios in zip(e["global_step"], e.get("skipped") or [False] * 99, e["update_ratio"])
+    ]
+    assert [s for s, _, _ in samples] == list(range(2, len(samples) * 2 + 1, 2))
+    marked = {s for s, flag, _ in samples if flag}
+    assert marked == {s for s, _, _ in samples if s in skipped_steps}
+    assert marked, "no sampled step was a skip: the test no longer covers one"
+    for step, flag, ratios in samples:  # a skipped step's weights did not move; every other sampled step's did
+        assert all(r == 0 for r in ratios) if flag else all(r > 0 for r in ratios), (step, flag, ratios)
+    check = [e for e in events if e["type"] == "check" and e["id"] == "train-state"][-1]
+    assert check["status"] == Evidence.PASS and check["evidence"]["skipped"] == len(marked)
+    assert "%d sampled steps skipped by the loss scale" % len(marked) in check["detail"]
+    assert rec.train_state.skipped == len(marked) and rec.train_state.count == len(samples)

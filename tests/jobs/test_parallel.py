@@ -66,7 +66,16 @@ def job_dir_of(proc) -> Path:
 
 def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions):
     # train_limit 301: 150 samples per rank, 1 dropped; batch 32 -> 4 full batches + a tail of 22.
-    proc = run_cli("run", "train", "--sessions", sessions, *sets("train.train_limit=301"), timeout=CLI_TIMEOUT_S)
+    # The monitor samples steps 2 and 4 on both ranks (its cell averages the gradients too: the weights
+    # would differ at the end if it applied a rank's own); rank 0 reports.
+    proc = run_cli(
+        "run",
+        "train",
+        "--sessions",
+        sessions,
+        *sets("train.train_limit=301", "train.monitor.every=2"),
+        timeout=CLI_TIMEOUT_S,
+    )
     job = job_dir_of(proc)
     assert proc.returncode == 0, "%s\n%s" % (job_status(job).label(), (job / "stderr.log").read_text()[-3000:])
     events = read_all(str(job / "events.jsonl"))
@@ -96,6 +105,13 @@ def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions
     for rank in (0, 1):
         on_disk = (job / "artifacts" / ("weights.rank%d.sha256" % rank)).read_text().split()[0]
         assert hashes[str(rank)] == on_disk and len(on_disk) == 64
+
+    monitor = by_type(events, "monitor")
+    assert [e["rank"] for e in monitor] and {e["rank"] for e in monitor} == {0}
+    assert [s for e in monitor for s in e["global_step"]] == [2, 4]
+    assert all(v > 0 for e in monitor for row in e["grad_norm"] + e["update_ratio"] for v in row)
+    state = [e for e in by_type(events, "check") if e["id"] == "train-state"]
+    assert [(e["rank"], e["evidence"]["samples"]) for e in state] == [(0, 2)]
 
     assert (job / "msrun_logs" / "scheduler.log").is_file()  # empty when all went well at GLOG_v=3
     for name in ("worker_0.log", "worker_1.log"):

@@ -125,3 +125,22 @@ async def test_layers_table_follows_monitor_events_as_they_arrive(tmp_path, monk
         await until(pilot, lambda: view.train_state.count == total)
         await settled(pilot)
         assert "%d samples to step %d;" % (total, seen[-1]["global_step"][-1]) in text_of(app, "#layers")
+
+
+async def test_loss_scaled_monitored_run_counts_the_skipped_samples(tmp_path, monkeypatch):
+    app = _app(tmp_path, monkeypatch, "train_loss_scale_monitor.jsonl", every=2)
+    events = read_all(str(FIXTURES / "train_loss_scale_monitor.jsonl"))
+    monitor = [e for e in events if e["type"] == "monitor"]
+    marked = [s for e in monitor for s, skip in zip(e["global_step"], e.get("skipped") or []) if skip]
+    overflows = {e["global_step"] for e in events if e["type"] == "loss_scale" and e["overflow"]}
+    assert marked and set(marked) <= overflows  # the recorded run marked only steps the scale skipped
+    samples = sum(len(e["global_step"]) for e in monitor)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _show_layers(pilot)
+        text = text_of(app, "#layers")
+        assert (
+            "%d samples to step %d (%d skipped by the loss scale, last at step %d: not judged);"
+            % (samples, monitor[-1]["global_step"][-1], len(marked), marked[-1])
+            in text
+        )
+        assert app.views["training"].train_state.flags == []

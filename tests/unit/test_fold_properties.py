@@ -137,6 +137,7 @@ TEMPLATES = {
         "grad_norm": [[0.1]],
         "update_ratio": [[0.01]],
         "nonfinite": [[0.0]],
+        "skipped": [False],
     },
     "loss_scale": {
         "epoch": 1,

@@ -18,6 +18,7 @@ def test_norms_ratio_and_share():
     assert rows["grad_norm"][0] == 2.0 and rows["update_ratio"][0] == float("%.5g" % (0.5 / math.hypot(3.0, 4.5)))
     assert rows["nonfinite"] == [0.0, 1.0] and math.isinf(rows["grad_norm"][1]) and rows["update_ratio"][1] == 0.0
     assert nonfinite_grads(rows)
+    assert before[0].tolist() == [0.0, 0.5]  # the float32 buffer now holds the update (the monitor reuses it)
 
 
 def test_huge_finite_gradient_is_not_called_non_finite():

@@ -10,6 +10,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis.strategies import floats as st_floats
+from hypothesis.strategies import lists as st_lists
+
 from workbench.analysis import trainstate
 from workbench.events.protocol import read_all, validate
 from workbench.fold.record import JobRecord
@@ -106,3 +110,39 @@ def test_recorded_exploding_run_flags_at_the_step_the_rule_first_holds():
     ) == sorted(expected_params)
     # and not before: every earlier sample is below K x its running median
     assert all(f["global_step"] >= expected_step for f in rec.train_state.flags if f["flag"] == "exploding")
+
+
+def test_a_loss_scale_skip_is_counted_and_never_judged():
+    st = trainstate.TrainState()
+    for step in range(1, 7):
+        st.add(sample(step, 1.0))
+    skip = dict(sample(7, float("inf"), ratio=0.0, nonfinite=1.0), skipped=True)
+    assert st.add(skip) == []  # non-finite gradients of an overflowing scale, no update: not the model's
+    assert st.skipped == 1 and st.last_skipped == 7 and st.count == 7
+    assert st.latest["1.weight"]["grad_norm"] == 1.0 and list(st.grad_history["1.weight"]) == [1.0] * 6
+    raised = st.add(sample(8, float("nan"), nonfinite=0.5))  # the same values on a step that was not skipped
+    assert [f["flag"] for f in raised] == ["non-finite"]
+    ev = {
+        "type": "monitor",
+        "names": ["1.weight"],
+        "global_step": [9, 10],
+        "weight_norm": [[1.0], [1.0]],
+        "grad_norm": [["inf"], [1.0]],
+        "update_ratio": [[0.0], [0.01]],
+        "nonfinite": [[1.0], [0.0]],
+        "skipped": [True, False],
+    }
+    assert [s["skipped"] for s in trainstate.samples(ev)] == [True, False]
+    st.add_event(ev)
+    assert st.skipped == 2 and st.summary()["skipped"] == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st_lists(st_floats(min_value=1e-6, max_value=1e6), min_size=1, max_size=trainstate.HISTORY + 40))
+def test_running_median_equals_the_median_of_the_kept_history(grads):
+    st = trainstate.TrainState()
+    for step, grad in enumerate(grads, 1):
+        st.add(sample(step, grad))
+        kept = sorted(st.grad_history["1.weight"])
+        assert st.grad_sorted["1.weight"] == kept
+        assert trainstate._median(st.grad_sorted["1.weight"]) == statistics.median(kept)

@@ -6,6 +6,7 @@ follow stated rules, each raised once per parameter at the first sample where it
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from typing import Any, Deque, Dict, Iterator, List, Optional
@@ -43,6 +44,8 @@ def samples(event: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
     names = event.get("names") or []
     steps = event.get("global_step") or []
     epochs = event.get("epoch") if isinstance(event.get("epoch"), list) else None
+    marks = event.get("skipped")
+    skipped: List[Any] = marks if isinstance(marks, list) else []
     for i, step in enumerate(steps):
         rows = {}
         for j, name in enumerate(names):
@@ -52,11 +55,15 @@ def samples(event: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
                 values = table[i] if i < len(table) and isinstance(table[i], list) else []
                 row[field] = _num(values[j]) if j < len(values) else None
             rows[name] = row
-        yield {"global_step": step, "epoch": epochs[i] if epochs and i < len(epochs) else None, "rows": rows}
+        yield {
+            "global_step": step,
+            "epoch": epochs[i] if epochs and i < len(epochs) else None,
+            "rows": rows,
+            "skipped": i < len(skipped) and skipped[i] is True,
+        }
 
 
-def _median(values: List[float]) -> float:
-    ordered = sorted(values)
+def _median(ordered: List[float]) -> float:
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
@@ -68,11 +75,14 @@ class TrainState:
         self.names: List[str] = []
         self.latest: Dict[str, Dict[str, Optional[float]]] = {}
         self.grad_history: Dict[str, Deque[float]] = {}
+        self.grad_sorted: Dict[str, List[float]] = {}  # grad_history kept sorted: the running median in O(log n)
         self.ratio_history: Dict[str, Deque[float]] = {}
         self.stall_run: Dict[str, int] = {}
         self.flags: List[Dict[str, Any]] = []  # the first time each (flag, parameter) held
         self.flag_counts: Dict[str, int] = {}  # samples at which a flag held, by flag
         self.count = 0
+        self.skipped = 0  # samples of steps a dynamic loss scale skipped (overflow): counted, never judged
+        self.last_skipped: Optional[int] = None
         self.last_step: Optional[int] = None
         self.series: List[Dict[str, Any]] = []  # {global_step, grad_norm: {name: v}, update_ratio: {...}} thinned
         self.stride = 1
@@ -88,6 +98,12 @@ class TrainState:
         """Fold one sample; the flags raised for the first time by it."""
         self.count += 1
         self.last_step = sample.get("global_step")
+        if sample.get("skipped"):
+            # the loss scale overflowed and the optimizer did not run: non-finite gradients are the scale's, not
+            # the model's, and the weights did not move, so no rule reads this sample
+            self.skipped += 1
+            self.last_skipped = sample.get("global_step")
+            return []
         if (self.count - 1) % self.stride == 0:
             self.series.append(
                 {
@@ -103,6 +119,7 @@ class TrainState:
             if name not in self.latest:
                 self.names.append(name)
                 self.grad_history[name] = deque(maxlen=HISTORY)
+                self.grad_sorted[name] = []
                 self.ratio_history[name] = deque(maxlen=HISTORY)
                 self.stall_run[name] = 0
             for flag, value in self._flags_of(name, row):
@@ -121,10 +138,18 @@ class TrainState:
             self.latest[name] = row
             grad, ratio = row.get("grad_norm"), row.get("update_ratio")
             if grad is not None and math.isfinite(grad):
-                self.grad_history[name].append(grad)
+                self._remember(name, grad)
             if ratio is not None and math.isfinite(ratio):
                 self.ratio_history[name].append(ratio)
         return raised
+
+    def _remember(self, name: str, grad: float) -> None:
+        """Append to the bounded history and its sorted copy (the oldest value leaves both when full)."""
+        history, ordered = self.grad_history[name], self.grad_sorted[name]
+        if len(history) == history.maxlen:
+            del ordered[bisect.bisect_left(ordered, history[0])]
+        history.append(grad)
+        bisect.insort(ordered, grad)
 
     def _flags_of(self, name: str, row: Dict[str, Optional[float]]) -> List[tuple]:
         out = []
@@ -133,7 +158,7 @@ class TrainState:
             out.append(("non-finite", nonfinite))
         history = self.grad_history[name]
         if grad is not None and math.isfinite(grad):
-            if len(history) >= EXPLODE_MIN_SAMPLES and grad > EXPLODE_K * _median(list(history)):
+            if len(history) >= EXPLODE_MIN_SAMPLES and grad > EXPLODE_K * _median(self.grad_sorted[name]):
                 out.append(("exploding", grad))
             if grad < VANISH_FLOOR:
                 out.append(("vanishing", grad))
@@ -150,6 +175,7 @@ class TrainState:
         return {
             "names": list(self.names),
             "samples": self.count,
+            "skipped": self.skipped,
             "stride": self.stride,
             "series": list(self.series),
             "flags": list(self.flags),

@@ -171,6 +171,7 @@ FIELD_TYPES: Dict[str, Dict[str, FieldType]] = {
         "grad_norm": need(list_of(NUMS)),
         "update_ratio": need(list_of(NUMS)),  # |w_after - w_before| / |w_after|
         "nonfinite": need(list_of(NUMS)),  # share of the gradient's values that are NaN or Inf
+        "skipped": opt(list_of(BOOL)),  # per sample: a dynamic loss scale's overflow skipped the step's update
     },
     "loss_scale": {  # the dynamic loss scale at a step where it changed or the step was skipped for an overflow
         "epoch": opt(INT),
