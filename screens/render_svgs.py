@@ -63,6 +63,9 @@ async def shoot(
     sizes = _event_bytes(root, sid)
     store = SessionStore(root)
     app = WorkbenchApp(store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=folded)
+    drawn: set = set()  # screens already saved: never shown again
+    if folded is not None:  # the export's child: restyle only what is still to be drawn
+        _cheaper_restyling(app, drawn)
     async with app.run_test(size=size) as pilot:
         deadline = time.monotonic() + (0.0 if folded is not None else INGEST_TIMEOUT_S)
         last, stable = -1, 0
@@ -84,6 +87,7 @@ async def shoot(
             tmp.write_text(svg, encoding="utf-8")
             os.replace(str(tmp), str(out_dir / name))
             written.append(name)
+            drawn.add(app.screen)
         app.exit()
 
 
@@ -101,6 +105,34 @@ async def _drawn(pilot: Any, screen: Any) -> None:
             break
         await pilot.pause(0.05)
     await pilot.pause()
+
+
+def _cheaper_restyling(app: Any, drawn: set) -> None:
+    """Textual restyles the whole app for each new screen (refresh_css: every CSS source parsed again in a fresh
+    stylesheet, then every node of every screen restyled): here the parses are shared (one theme, so the same
+    rules) and screens already saved are left alone. The pictures are byte for byte those drawn without it."""
+    from textual.css.stylesheet import Stylesheet
+
+    parse_rules = Stylesheet._parse_rules
+    shared: Dict[tuple, Any] = {}
+
+    def shared_parse(self, css, read_from, is_default_rules=False, tie_breaker=0, scope=""):
+        key = (css, read_from, is_default_rules, tie_breaker, scope, tuple(sorted(self._variables.items())))
+        if key not in shared:
+            shared[key] = parse_rules(self, css, read_from, is_default_rules, tie_breaker, scope)
+        return shared[key]
+
+    Stylesheet._parse_rules = shared_parse  # type: ignore[method-assign]
+    sheet = app.stylesheet
+    update = sheet.update
+
+    def update_undrawn(root, animate=False):
+        if root is not app:
+            return update(root, animate=animate)
+        nodes = [app] + [n for s in list(app._nodes) if s not in drawn for n in s.walk_children(with_self=True)]
+        return sheet.update_nodes(nodes, animate=animate)
+
+    sheet.update = update_undrawn
 
 
 def _preload() -> None:
