@@ -115,3 +115,47 @@ def test_device_lock_is_shared_by_two_sessions_roots(run_cli, tmp_path, wait_for
     finally:
         JobRunner.cancel(first)
         JobRunner.wait(first, timeout_s=10)
+
+
+def test_sigkill_of_the_supervisors_whole_group_still_stops_the_jobs_children(run_cli, sessions, wait_for):
+    """`kill -9 -<supervisor's group>` takes supervisor and anything in its group; the job's own child must go too."""
+    job_dir = start_detached(run_cli, sessions, "drill.steps=1", "drill.hang=true", "limits.grace_s=%s" % GRACE_S)
+    wait_for(lambda: (job_dir / "child.pid").exists(), 10, what="the drill to hang")
+    pids = read_json(job_dir / "pids.json")
+    grandchild = int((job_dir / "child.pid").read_text())
+    os.killpg(os.getpgid(pids["supervisor"]), signal.SIGKILL)
+    wait_for(
+        lambda: not pid_running(grandchild) and not live_group_members(pids["pgid"]),
+        GRACE_S + 5,
+        what="the job's child to be stopped",
+    )
+    status = job_status(job_dir)
+    assert status.state == "crashed" and "supervisor pid %d gone" % pids["supervisor"] in status.reason
+    assert "left alive" not in status.reason, status.reason
+
+
+def test_a_survivor_nothing_could_stop_is_named_in_the_status(run_cli, sessions, wait_for):
+    """Supervisor and watchdog both lost: the status names the job's processes still alive, and how to stop them."""
+    job_dir = start_detached(run_cli, sessions, "drill.steps=1", "drill.hang=true", "limits.grace_s=%s" % GRACE_S)
+    wait_for(lambda: (job_dir / "child.pid").exists(), 10, what="the drill to hang")
+    pids = read_json(job_dir / "pids.json")
+    grandchild = int((job_dir / "child.pid").read_text())
+    try:
+        os.kill(pids["watchdog"], signal.SIGSTOP)  # frozen first, so it cannot act when the supervisor goes
+        os.kill(pids["supervisor"], signal.SIGKILL)
+        os.kill(pids["watchdog"], signal.SIGKILL)
+        wait_for(lambda: not pid_running(pids["job"]), 10, what="the job to die with its supervisor")
+        wait_for(lambda: not pid_running(pids["watchdog"]), 10, what="the watchdog to die")
+        assert pid_running(grandchild)
+        reason = job_status(job_dir).reason
+        assert "left alive in the job's process group %d" % pids["pgid"] in reason, reason
+        assert "pid %d (sleep)" % grandchild in reason and "kill -9 -- -%d" % pids["pgid"] in reason, reason
+        proc = run_cli("watch", job_dir.parent.parent.name + "/" + job_dir.name, "--sessions", sessions, timeout=30)
+        assert proc.returncode == 1 and "pid %d (sleep)" % grandchild in proc.stdout, proc.stdout
+    finally:
+        try:
+            os.killpg(pids["pgid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for(lambda: not pid_running(grandchild), 10, what="the survivor to be stopped by the test")
+    assert "left alive" not in job_status(job_dir).reason

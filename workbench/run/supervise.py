@@ -8,7 +8,8 @@ job ended.
 If the supervisor itself dies (SIGKILL, the OOM killer), the job dies with it: the job gets
 SIGKILL from the kernel (parent-death signal) and a small watchdog, forked before the job
 runs and waiting on a pipe only the supervisor holds, stops the rest of the job's group
-(SIGTERM, grace, SIGKILL). The device lock is held by the supervisor alone, so the OS
+(SIGTERM, grace, SIGKILL). The watchdog runs in a session of its own, so a SIGKILL sent to the
+supervisor's whole group does not take it too. The device lock is held by the supervisor alone, so the OS
 releases it when the supervisor dies; `job_status` reports `crashed: supervisor lost`.
 """
 
@@ -132,6 +133,8 @@ def start_watchdog(pgid: int, grace_s: float) -> Tuple[int, int]:
         return pid, write_fd
     try:
         os.close(write_fd)
+        # Out of the supervisor's group: `kill -9 -<its group>` must leave us to stop the job's group.
+        os.setsid()
         for fd in _held_locks:  # the lock must die with the supervisor, not live on in us
             os.close(fd)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -250,7 +253,9 @@ def supervise(job_dir: Path) -> int:
         )
     watchdog = start_watchdog(proc.pid, grace_s)
     record["job_pid"] = proc.pid
-    write_json(job_dir / "pids.json", {"supervisor": os.getpid(), "job": proc.pid, "pgid": proc.pid})
+    write_json(
+        job_dir / "pids.json", {"supervisor": os.getpid(), "job": proc.pid, "pgid": proc.pid, "watchdog": watchdog[0]}
+    )
 
     events = job_dir / "events.jsonl"
     timeout_s = float(spec.get("timeout_s") or 0)

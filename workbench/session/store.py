@@ -17,7 +17,7 @@ from workbench import __version__
 from workbench.events.files import last_finished
 from workbench.session.refs import SID_PATTERN, BadReference, check_jid, check_sid
 from workbench.system.atomic import read_json, write_json
-from workbench.system.childproc import pid_running
+from workbench.system.childproc import describe, group_members, pid_running
 
 
 def sessions_root(explicit: Optional[str] = None) -> Path:
@@ -121,8 +121,14 @@ def _job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]]) -> JobSta
         if not pids:
             return JobStatus("crashed", "supervisor lost (it started no job and wrote no exit.json)", None)
         seen = ["supervisor pid %s gone without exit.json" % pids.get("supervisor")]
-        if pid_running(pids.get("job")):
-            seen.append("job pid %s still being stopped" % pids.get("job"))
+        survivors = _survivors(pids)
+        if survivors and pid_running(pids.get("watchdog")):
+            seen.append("its watchdog is stopping the job's group: %s" % ", ".join(survivors))
+        elif survivors:
+            seen.append(
+                "left alive in the job's process group %s, nothing stops them now: %s; stop them with kill -9 -- -%s"
+                % (pids.get("pgid"), ", ".join(survivors), pids.get("pgid"))
+            )
         fin = finished_event()
         if fin is not None:
             seen.append("the job had finished %s" % fin.get("status"))
@@ -159,6 +165,18 @@ def _job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]]) -> JobSta
     err: Dict[str, Any] = error if isinstance(error, dict) else {}
     msg = str(err.get("message") or ("exit code %s" % rc))
     return JobStatus("failed", msg.splitlines()[0][:200] if msg else "", dur)
+
+
+def _survivors(pids: Dict[str, Any]) -> List[str]:
+    """The job's processes still alive after its supervisor died: its group's members (pid and name)."""
+    pgid = pids.get("pgid")
+    if type(pgid) is not int or pgid <= 1:
+        return []
+    try:
+        members = group_members(pgid)
+    except OSError:  # no /proc: only the job's own pid can be asked about
+        members = [pids["job"]] if pid_running(pids.get("job")) else []
+    return [describe(pid) for pid in sorted(members)]
 
 
 def _job_created(job_dir: Path) -> float:

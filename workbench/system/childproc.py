@@ -65,6 +65,17 @@ def group_members(pgid: int) -> List[int]:
     return members
 
 
+def describe(pid: int) -> str:
+    """'pid 123 (sleep)': a process as people name it; the command name from /proc when readable."""
+    try:
+        with open("/proc/%d/stat" % int(pid), "rb") as fh:
+            raw = fh.read()
+        name = raw[raw.index(b"(") + 1 : raw.rindex(b")")].decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return "pid %d" % pid
+    return "pid %d (%s)" % (pid, name)
+
+
 def group_alive(pgid: int) -> bool:
     """True while any process of the group is alive (zombies left for init do not count)."""
     if os.path.isdir("/proc/self"):
