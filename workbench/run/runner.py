@@ -22,6 +22,7 @@ from workbench.run.msrun import plan as plan_msrun
 from workbench.session import candidate
 from workbench.session.imported import imported_mark
 from workbench.session.store import SessionStore, job_status
+from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json, write_text
 from workbench.system.childproc import group_alive, pid_running, stop_group
 
@@ -248,6 +249,7 @@ class JobRunner:
             "kind": kind,
             "session": sid,
             "created": time.time(),
+            "created_monotonic": monotonic.stamp(),  # how long it runs, whatever the wall clock does
             "command": command or [],
             "version": __version__,
             "python": python,

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from workbench.events.protocol import tail_events
 from workbench.run.locks import try_shared_lock
-from workbench.system import diskspace
+from workbench.system import diskspace, monotonic
 from workbench.system.atomic import read_json, write_json
 from workbench.system.childproc import die_with_parent, group_alive, signal_name
 from workbench.system.regular import kind_of
@@ -196,7 +196,8 @@ def stop_group(proc: subprocess.Popen, grace_s: float) -> None:
 def supervise(job_dir: Path) -> int:
     """Run the job described by job.json; return the supervisor's exit code."""
     spec = read_json(job_dir / "job.json")
-    t0 = time.time()
+    t0 = time.time()  # a date, for people; durations come from the monotonic stamps below
+    started = monotonic.stamp()
     record: Dict[str, Any] = {
         "returncode": None,
         "signal": None,
@@ -207,6 +208,7 @@ def supervise(job_dir: Path) -> int:
         "refused": None,
         "started_at": t0,
         "ended_at": None,
+        "monotonic": {"started": started, "ended": None},
         "supervisor_pid": os.getpid(),
         "job_pid": None,
     }
@@ -294,7 +296,10 @@ def supervise(job_dir: Path) -> int:
         record["disk_full"] = diskspace.disk_full(job_dir)
         record["removed_partial"] = diskspace.remove_partials(job_dir)
     record["ended_at"] = time.time()
-    record["duration_s"] = round(record["ended_at"] - t0, 3)
+    ended = monotonic.stamp()
+    record["monotonic"]["ended"] = ended
+    took = monotonic.elapsed(started, ended)  # None only where there is no boot id: the wall clock then
+    record["duration_s"] = round(took if took is not None else max(0.0, record["ended_at"] - t0), 3)
     write_final(job_dir, record, reserved)
     for fd in lock_fds:
         os.close(fd)

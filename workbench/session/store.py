@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 from workbench import __version__
 from workbench.events.files import last_finished
 from workbench.session.refs import SID_PATTERN, BadReference, check_jid, check_sid
+from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json
 from workbench.system.childproc import describe, group_members, pid_running
 
@@ -107,15 +108,15 @@ def _job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]]) -> JobSta
                 pids = _read_dict(job_dir / "pids.json")
             except Damaged:
                 pids = {}
-        spec_created = None
+        spec: Dict[str, Any] = {}
         try:
-            spec_created = _seconds(_read_dict(job_dir / "job.json").get("created"))
+            spec = _read_dict(job_dir / "job.json")
         except Damaged:
             pass
-        so_far = time.time() - (spec_created or time.time())
+        so_far = _running_for(spec)
         if pid_running(pids.get("supervisor")):
-            return JobStatus("running", "", round(so_far, 1))
-        if not pids and spec_created and time.time() - spec_created < 10:
+            return JobStatus("running", "", None if so_far is None else round(so_far, 1))
+        if not pids and so_far is not None and so_far < 10:
             return JobStatus("running", "starting", round(so_far, 1))
         # No exit.json and no supervisor: it was killed (SIGKILL, the OOM killer); say what we can see.
         if not pids:
@@ -165,6 +166,16 @@ def _job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]]) -> JobSta
     err: Dict[str, Any] = error if isinstance(error, dict) else {}
     msg = str(err.get("message") or ("exit code %s" % rc))
     return JobStatus("failed", msg.splitlines()[0][:200] if msg else "", dur)
+
+
+def _running_for(spec: Dict[str, Any]) -> Optional[float]:
+    """Seconds since the job was created: from its monotonic stamp (a wall-clock jump cannot move it); the wall
+    clock only for a job of another boot or an older workbench, never a negative time."""
+    took = monotonic.elapsed(spec.get("created_monotonic"))
+    if took is not None:
+        return took
+    created = _seconds(spec.get("created"))
+    return None if created is None else max(0.0, time.time() - created)
 
 
 def _survivors(pids: Dict[str, Any]) -> List[str]:
