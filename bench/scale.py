@@ -83,6 +83,14 @@ def _children(pid: int) -> List[int]:
     return out
 
 
+def _cmdline(pid: int) -> Optional[bytes]:
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 class TreeMemory(threading.Thread):
     """Samples a process's descendants every SAMPLE_S: each one's peak (VmHWM, the last seen) and the summed RSS."""
 
@@ -94,6 +102,7 @@ class TreeMemory(threading.Thread):
         self.peak_sum_kb = 0
 
     def run(self) -> None:
+        top_cmd = _cmdline(self.pid)
         while not self.done.is_set():
             total, todo = 0, _children(self.pid)
             top = _status_kb(self.pid, "VmRSS")
@@ -101,15 +110,16 @@ class TreeMemory(threading.Thread):
             while todo:
                 pid = todo.pop()
                 todo += _children(pid)
+                cmd = _cmdline(pid)
+                if cmd is None or cmd == top_cmd:
+                    # Forked, not yet exec'd (subprocess's vfork shares the parent's memory until exec): its RSS is
+                    # the parent's, already counted. Under load that window is long enough to be sampled.
+                    continue
                 hwm, rss = _status_kb(pid, "VmHWM"), _status_kb(pid, "VmRSS")
                 if hwm is not None:
                     self.hwm_kb[pid] = max(hwm, self.hwm_kb.get(pid, 0))
                     if pid not in self.names:
-                        try:
-                            with open("/proc/%d/cmdline" % pid, "rb") as fh:
-                                self.names[pid] = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")[:120]
-                        except OSError:
-                            self.names[pid] = "?"
+                        self.names[pid] = cmd.replace(b"\0", b" ").decode("utf-8", "replace")[:120]
                 total += rss or 0
             self.peak_sum_kb = max(self.peak_sum_kb, total)
             self.done.wait(SAMPLE_S)
