@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 try:  # Python 3.8+
     from importlib import metadata as _metadata
 except ImportError:  # pragma: no cover - older interpreters are not supported by the jobs anyway
-    _metadata = None  # type: ignore
+    _metadata = None  # type: ignore[assignment]  # the module or None: callers check for None
 
 WATCHED = ("mindspore", "numpy", "mindspore_lite", "mindnlp", "textual")
 # MindSpore releases whose C extension is built against NumPy 1.x, up to the newest one measured:

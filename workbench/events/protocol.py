@@ -212,7 +212,7 @@ def type_problem(event: Dict[str, Any]) -> Optional[str]:
     """The first field whose JSON type is wrong for its event type (an unknown evidence level too), else None."""
     p = fields_problem(event, ENVELOPE)
     if p is None:
-        fields = FIELD_TYPES.get(event.get("type"))  # type: ignore[arg-type]
+        fields = FIELD_TYPES.get(event.get("type"))  # type: ignore[arg-type]  # a str (the envelope check), or None: no fields
         p = fields_problem(event, fields) if fields else None
     return None if p is None else "%s %s" % (event.get("type"), p)
 

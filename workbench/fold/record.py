@@ -215,7 +215,7 @@ class JobRecord:
         self.type_counts[kind] += 1
         if ev.get("synthetic") is True:
             self.synthetic = True
-        handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
+        handler = _HANDLERS.get(kind)  # type: ignore[arg-type]  # a str (type_problem checked it), or None: no handler
         if handler is not None:
             handler(self, ev)
         elif kind not in KNOWN_TYPES and sum(1 for u in self.unknown if u.get("type") == kind) < UNKNOWN_SAMPLES:

@@ -77,7 +77,7 @@ class StepTable:
                 loss_f = float(loss)
                 if self.first_loss is None:
                     self.first_loss = self.min_loss = loss_f
-                elif loss_f < self.min_loss:  # type: ignore[operator]
+                elif loss_f < self.min_loss:  # type: ignore[operator]  # min_loss is set whenever first_loss is
                     self.min_loss = loss_f
                 self.last_loss = loss_f
         if rank is not None and isinstance(rank, int):

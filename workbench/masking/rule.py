@@ -148,7 +148,7 @@ def userinfo_spans(text: str) -> List[Tuple[int, int, Optional[str]]]:
         if spans and start < spans[-1][1]:
             continue
         # From the end of the user name: `user://…@host` (a password starting with //) is not a second URL.
-        user_end = start + len(URL_USER.match(text, start).group(0))  # type: ignore[union-attr]
+        user_end = start + len(URL_USER.match(text, start).group(0))  # type: ignore[union-attr]  # * matches empty
         stop = URL_END.search(text, user_end, min(len(text), start + URL_SPAN_MAX))
         segment = text[start : stop.start() if stop else min(len(text), start + URL_SPAN_MAX)]
         user = URL_USER.match(segment).group(0)  # type: ignore[union-attr]  # the pattern matches "" at least

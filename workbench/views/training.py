@@ -128,7 +128,7 @@ class TrainingView(LatestJobView):
     def slowest_rank(self) -> Optional[int]:
         """The rank with the longest recent step time (None with fewer than two ranks)."""
         known = {r: ms for r, ms in self.rank_step_ms.items() if isinstance(ms, (int, float))}
-        return max(known, key=known.get) if len(known) > 1 else None  # type: ignore[arg-type]
+        return max(known, key=lambda rank: known[rank]) if len(known) > 1 else None
 
     def rank_images_per_s(self) -> Dict[int, float]:
         """Each rank's throughput: its run perf event once written, else its recent steady steps."""
@@ -139,7 +139,7 @@ class TrainingView(LatestJobView):
             if type(value) not in (int, float):
                 value = steps.images_per_s
             if type(value) in (int, float):
-                out[rank] = float(value)  # type: ignore[arg-type]
+                out[rank] = float(value)  # type: ignore[arg-type]  # the type() test excludes None; mypy does not narrow on it
         return out
 
     def global_images_per_s(self) -> Optional[float]:
@@ -210,7 +210,7 @@ class TrainingView(LatestJobView):
         step_ms = upper_median(self.step_ms)
         if type(done) is not int or type(total) is not int or type(step_ms) not in (int, float):
             return None
-        left = max(0, total - done) * step_ms / 1000.0  # type: ignore[operator]
+        left = max(0, total - done) * step_ms / 1000.0  # type: ignore[operator]  # type() tests above exclude None
         epochs = self.planned_epochs()
         val_s = self.validation_s(step_ms, total / float(epochs) if epochs else None)
         if epochs and val_s is not None:
