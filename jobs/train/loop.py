@@ -270,7 +270,7 @@ class TrainLoop:
                 "overflow-origin",
                 "first non-finite value",
                 Evidence.NOT_RUN,
-                "not localised in a data-parallel run",
+                "not localised in a data-parallel run" if not keeper.enabled else "no epoch-start state was kept",
                 hint="train single-process to localise it",
             )
             return None

@@ -134,6 +134,32 @@ def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions
     assert_no_process_left(job)
 
 
+def test_a_non_finite_loss_on_the_ranks_is_reported_and_not_localised(sessions):
+    # fp16 with the hidden gain overflows at step 1 on every rank (the single-process run localises it)
+    proc = run_cli(
+        "run",
+        "train",
+        "--sessions",
+        sessions,
+        *sets("train.train_limit=128", "train.precision=fp16", "model.hidden_gain=1e5"),
+        timeout=CLI_TIMEOUT_S,
+    )
+    job = job_dir_of(proc)
+    assert proc.returncode == 1
+    events = read_all(str(job / "events.jsonl"))
+    finite = [e for e in by_type(events, "check") if e["id"] == "finite-loss"]
+    assert sorted((e["rank"], e["status"], e["evidence"]["global_step"]) for e in finite) == [
+        (0, "observed-fail", 1),
+        (1, "observed-fail", 1),
+    ]
+    origin = [e for e in by_type(events, "check") if e["id"] == "overflow-origin"]
+    assert sorted(e["rank"] for e in origin) == [0, 1]
+    for e in origin:
+        assert e["status"] == "not-run" and e["detail"] == "not localised in a data-parallel run"
+    assert not (job / "artifacts" / "numerics").exists()  # no case kept, no replay started
+    assert_no_process_left(job)
+
+
 def test_a_crashing_rank_ends_the_job_naming_the_rank_and_signal(sessions):
     proc = run_cli(
         "run",

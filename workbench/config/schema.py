@@ -250,8 +250,9 @@ SCHEMA: Dict[str, Any] = {
                 int,
                 min=0,
                 max=100000,
-                doc="0 = off; N: every N-th step also returns per-parameter weight, gradient and update norms "
-                "and non-finite gradient counts (computed in the compiled step; `monitor` events)",
+                doc="0 = off; N: every N-th step also returns the gradients it applied (from the compiled step), "
+                "reduced on the host to per-parameter weight, gradient and update norms and non-finite shares "
+                "(`monitor` events)",
             ),
         },
         "profile": {"steps": _f(0, int, min=0, max=1000)},
