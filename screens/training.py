@@ -39,11 +39,11 @@ from screens.widgets.spark import Spark
 from workbench.acceptance.testset import COST, describe, session_evaluations
 from workbench.config.keys import get, nest
 from workbench.session import candidate
+from workbench.views.chart import STEP_WINDOW
 from workbench.views.training import TrainingView
 
 __all__ = ["TrainingScreen", "epochs_table", "rank_rows"]
 
-SPARK_POINTS = 60  # short sparklines: cheap to redraw over SSH
 LIVE_PERF_S = 1.0  # the live step-time figures before the first perf event change at most this often
 COMPACT_ROWS = 30  # below this many rows (or NARROW_COLUMNS columns) one pane shows at a time
 PANES = ("curves", "epochs", "confusion", "classes", "layers")
@@ -467,11 +467,19 @@ class TrainingScreen(WorkbenchScreen):
         if self._changed("error", (view.jid, id(view.error), view.state, late.jid if late else None)):
             self._error(view)
         if self._changed("curves", (view.jid, view.steps_seen)):
-            shown = list(view.step_ms)[-SPARK_POINTS:]
-            self.query_one("#loss", Spark).data = view.loss
-            self.query_one("#steps", Spark).data = shown
+            shown = list(view.step_ms)[-STEP_WINDOW:]
+            loss = self.query_one("#loss", Spark)
+            loss.data = view.loss
+            scale = view.loss_range()  # compile and warm-up points do not set the scale; those above it are marked
+            loss.y_range = (scale.lo, scale.hi) if scale is not None and scale.scaled_from else None
+            steps = self.query_one("#steps", Spark)
+            steps.data = shown
+            labels = (
+                ("#loss-label", loss_label(view, scale)),
+                ("#step-label", step_label(view.step_window(), steps.size.width)),
+            )
             # a caption whose text did not change is not redrawn (the curves change more often than their captions)
-            for wid, text in (("#loss-label", loss_label(view)), ("#step-label", step_label(view, shown))):
+            for wid, text in labels:
                 if self._changed(wid, text):
                     self.query_one(wid, Static).update(text, layout=False)
         self.query_one(DevicePanel).show(view.device_samples, view.device_target)  # redraws only on a new sample

@@ -10,9 +10,11 @@ from rich.text import Text
 
 from screens.widgets.confusion import SHORT_NAMES
 from screens.widgets.evidence import badge
+from screens.widgets.spark import CLIPPED
 from screens.widgets.textgrid import Cell, text_grid
-from workbench.analysis.metrics import upper_median, weakest_class
+from workbench.analysis.metrics import weakest_class
 from workbench.analysis.trainstate import describe as describe_flag
+from workbench.views.chart import WindowStats, YRange
 from workbench.views.training import TrainingView
 
 EPOCH_ROWS = 12  # epochs shown before the panel has a size (the latest, and the best when it is older)
@@ -55,16 +57,20 @@ def perf_panel(view: TrainingView, plain: bool = False) -> Table:
         _f(compile_s, "%.2f", " s")
         + ("  (+%d recompile)" % (len(view.compile_ms) - 1) if len(view.compile_ms) > 1 else ""),
     )
-    t.add_row(
-        "steady",
-        "median %s  p95 %s  (%s)"
-        % (
-            _f(steady.get("median_ms", upper_median(view.step_ms)), "%.2f", " ms"),
-            _f(steady.get("p95_ms"), "%.2f", " ms"),
-            # the window these figures are over, so they are not read against the chart's last steps
-            ("%s steps of the %s" % (steady.get("n"), perf.get("scope") or "run")) if steady else "recent steps",
-        ),
-    )
+    live = view.step_window()  # the step chart's own figures, so the pane and the chart never disagree
+    t.add_row(live.window, "median %s  p95 %s" % (_f(live.median, "%.2f", " ms"), _f(live.p95, "%.2f", " ms")))
+    if steady:  # the job's own figures, over a window it names
+        scope = perf.get("scope") or "run"
+        t.add_row(
+            "job, %s" % ("epoch %s" % perf.get("epoch") if scope == "epoch" else scope),
+            "median %s  p95 %s  (%s steps of the %s)"
+            % (
+                _f(steady.get("median_ms"), "%.2f", " ms"),
+                _f(steady.get("p95_ms"), "%.2f", " ms"),
+                steady.get("n"),
+                scope,
+            ),
+        )
     # In a data-parallel run these figures are rank 0's; the rank rows follow at once, inside the
     # panel's first lines, because the panel is cut at the chart height.
     t.add_row(
@@ -182,30 +188,34 @@ def epochs_table(view: TrainingView, plain: bool, rows: int = EPOCH_ROWS) -> Tex
     return text
 
 
-def _median(values: List[float]) -> Optional[float]:
-    return upper_median(values)
-
-
-def loss_label(view: TrainingView) -> str:
-    """The loss chart's caption: what a point is, the last value and the y-range, read from the plotted series."""
+def loss_label(view: TrainingView, scale: Optional[YRange] = None) -> str:
+    """The loss chart's caption: what a point is, the last value, the y-range drawn (taken from the points after
+    compile and warm-up) and how many of those first points lie above it, marked with CLIPPED."""
     points = list(view.loss)
     per = view.loss.per_point
-    what = "1 step" if per == 1 else "mean of %d steps" % per
-    return "loss, a point = %s: last %s  min %s  max %s" % (
-        what,
-        _f(points[-1] if points else None, "%.4f"),
-        _f(min(points) if points else None, "%.4f"),
-        _f(max(points) if points else None, "%.4f"),
+    lo, hi = (scale.lo, scale.hi) if scale is not None else (min(points, default=None), max(points, default=None))
+    text = "loss, a point = %s: last %s y %s–%s" % (
+        "1 step" if per == 1 else "mean of %d steps" % per,
+        _f(points[-1] if points else None, "%.3f"),
+        _f(lo, "%.3f"),
+        _f(hi, "%.3f"),
     )
+    if scale is not None and scale.clipped:
+        text += " %s %d warm-up" % (CLIPPED, scale.clipped)
+    return text
 
 
-def step_label(view: TrainingView, shown: List[float]) -> str:
-    """The step-time chart's caption: its window, what a bar is, and its y-range (min, median, max of the bars)."""
-    return "step ms, last %d steady, a bar = 1 step: min %s med %s max %s" % (
-        len(shown),
-        _f(min(shown) if shown else None, "%.1f"),
-        _f(_median(shown), "%.1f"),
-        _f(max(shown) if shown else None, "%.1f"),
+def step_label(stats: WindowStats, width: int = 0) -> str:
+    """The step-time chart's caption: its window (steady steps: compile and warm-up left out), what a bar is,
+    the y-range and the window's median and p95: the figures of the perf pane's first steady row."""
+    per = -(-stats.n // width) if width and stats.n > width else 1
+    return "step ms, %s, bar = %s: %s–%s med %s p95 %s" % (
+        stats.window,
+        "1 step" if per == 1 else "max of %d" % per,
+        _f(stats.min, "%.1f"),
+        _f(stats.max, "%.1f"),
+        _f(stats.median, "%.1f"),
+        _f(stats.p95, "%.1f"),
     )
 
 

@@ -122,6 +122,8 @@ class TrainLoop:
             self.monitor.precompile(
                 Tensor(self.run.data.train_x[: t.batch_size]), Tensor(self.run.data.train_y[: t.batch_size])
             )
+        if self.run.is_rank0 and self.state.epoch <= self.plan.epochs:
+            self.compile_validation()
         pipe = EventPipe(self.ctx)
         try:
             for epoch in range(self.state.epoch, self.plan.epochs + 1):
@@ -360,6 +362,22 @@ class TrainLoop:
         if self.run.is_rank0:
             self.repeats = run_repeats(self.run, self.train_cfg.seed)
         return perf
+
+    def compile_validation(self) -> None:
+        """Run the validation batch shapes once before the first epoch, so every epoch's val_s is validation alone.
+
+        In graph mode the first call of each input shape compiles; left in epoch 1 it made that epoch's
+        validation several times longer than the others, and the ETA reads val_s as what one validation costs.
+        """
+        val_x = self.run.data.val_x
+        shapes = sorted({min(VAL_BATCH, len(val_x)), len(val_x) % VAL_BATCH} - {0})
+        t0 = time.perf_counter()
+        for n in shapes:
+            models.predict(self.run.run_net, val_x[:n], VAL_BATCH)
+        self.ctx.log(
+            "validation network run once per batch shape %s before epoch 1 (%.2f s, compile included)"
+            % (shapes, time.perf_counter() - t0)
+        )
 
     def validate(self) -> Dict[str, Any]:
         """Accuracy, macro-F1, per-class metrics and confusion on the validation arrays."""

@@ -13,7 +13,9 @@ from screens.dialogs import ConfirmScreen, QuitScreen
 from tests.support.pilot import until
 from tests.support.recorded import mark_running, text_of, wait_ingested
 from tests.support.screen_states import state_config, state_session
+from workbench.fold.eta import eta_s
 from workbench.session.store import SessionStore
+from workbench.views.training import tail_steps
 
 
 def _app(root, state: str, running_train: bool = False) -> WorkbenchApp:
@@ -121,11 +123,12 @@ async def test_charts_say_what_they_show(tmp_path):
         await pilot.press("3")
         await wait_ingested(pilot, app)
         view = app.views["training"]
-        await until(pilot, lambda: "last %.4f" % view.loss[-1] in text_of(app, "#loss-label"))
-        assert "min %.4f" % min(view.loss) in text_of(app, "#loss-label")  # both from the plotted series
+        await until(pilot, lambda: "last %.3f" % view.loss[-1] in text_of(app, "#loss-label"))
+        scale = view.loss_range()  # the y-range drawn, from the plotted series after compile and warm-up
+        assert "y %.3f–%.3f" % (scale.lo, scale.hi) in text_of(app, "#loss-label")
         steps = list(view.step_ms)[-60:]
         label = text_of(app, "#step-label")
-        assert "min %.1f" % min(steps) in label and "max %.1f" % max(steps) in label
+        assert "%.1f–%.1f" % (min(steps), max(steps)) in label
         assert "epoch 2 = the last epoch" in text_of(app, "#matrix-label")
         await pilot.press("b")
         await until(pilot, lambda: "epoch 1 = the best epoch" in text_of(app, "#matrix-label"))
@@ -134,14 +137,14 @@ async def test_charts_say_what_they_show(tmp_path):
 async def test_eta_counts_the_validations_left(tmp_path):
     app = _app(tmp_path, "running")
     async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
         await wait_ingested(pilot, app)
         view = app.views["training"]
-        steps = sorted(view.step_ms)
-        median = steps[len(steps) // 2]
-        left = view.progress["total"] - view.progress["done"]
-        val = view.validation_s(median, view.progress["total"] / 2.0)
-        assert val is not None and val > 0
-        assert view.eta_s() == left * median / 1000.0 + (2 - len(view.epochs)) * val
+        marks = view.record.epoch_marks
+        assert marks.step_s() is not None and marks.validation_s() is not None  # epoch 1 validated, 2 runs
+        eta = view.eta_s()
+        assert eta == eta_s(marks, view.record.last_t, 2, tail_steps(view.cfg)) and eta > 0
+        await until(pilot, lambda: "ETA %ds" % eta in text_of(app, "#runline"))
 
 
 async def test_small_terminal_one_key_per_pane_after_a_resize(tmp_path):

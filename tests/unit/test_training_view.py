@@ -1,4 +1,4 @@
-"""The Training view: its whole-run loss history stays bounded and keeps the trend; its ETA counts validations."""
+"""The Training view: its whole-run loss history stays bounded and keeps the trend; its ETA reads the run's config."""
 
 import pytest
 
@@ -23,31 +23,19 @@ def test_short_history_keeps_every_step():
     assert list(h) == [3.0, 2.0, 1.0] and h.per_point == 1
 
 
-def _followed(epochs_planned, epoch_times, done, total, step_ms=10.0):
-    """A Training view following one train job: steady steps, a progress line and ended epochs."""
+def _followed(cfg, progress):
+    """A Training view following one train job: a steady step, then progress lines (t, done, total)."""
     from types import SimpleNamespace
 
     from workbench.fold.record import JobRecord
     from workbench.views.training import TrainingView
 
-    record = JobRecord("train-001", "train", 1.0, config={"train": {"epochs": epochs_planned}})
-    events = [
-        {
-            "type": "steps",
-            "epoch": 1,
-            "first_step": 0,
-            "loss": [1.0] * 20,
-            "step_ms": [step_ms] * 20,
-            "batch_size": 64,
-            "phase": "steady",
-        },
-        {"type": "progress", "done": done, "total": total, "unit": "steps", "phase": "train"},
-    ]
+    record = JobRecord("train-001", "train", 1.0, config=cfg)
+    events = [{"type": "steps", "epoch": 1, "first_step": 1, "loss": [1.0], "step_ms": [9.0], "phase": "steady"}]
     events += [
-        {"type": "epoch", "epoch": n + 1, "train_loss": 1.0, "samples": 6400, "epoch_s": s}
-        for n, s in enumerate(epoch_times)
+        {"type": "progress", "done": d, "total": n, "unit": "step", "phase": "train", "t": t} for t, d, n in progress
     ]
-    record.ingest([dict(ev, v=1, seq=i, t=1.0 + i) for i, ev in enumerate(events)])
+    record.ingest([dict({"t": 0.0}, **ev, v=1, seq=i) for i, ev in enumerate(events)])
     model = SessionModel()
     model.add(record)
     view = TrainingView(model)
@@ -55,23 +43,12 @@ def _followed(epochs_planned, epoch_times, done, total, step_ms=10.0):
     return view
 
 
-def test_eta_adds_one_validation_per_epoch_left():
-    # 4 epochs of 100 steps at 10 ms: an epoch's steps take 1 s, so epochs of 3.0 s and 3.4 s spent
-    # 2.0 s and 2.4 s validating (mean 2.2 s); 250 steps (2.5 s) and 2 validations (4.4 s) are left.
-    view = _followed(4, [3.0, 3.4], done=150, total=400)
-    assert view.validation_s(10.0, 100.0) == pytest.approx(2.2)
-    assert view.eta_s() == pytest.approx(2.5 + 2 * 2.2)
-
-
-def test_eta_without_an_ended_epoch_or_a_plan_is_the_steps_left():
-    assert _followed(4, [], done=100, total=400).eta_s() == pytest.approx(3.0)
-    assert _followed(None, [3.0], done=100, total=400).eta_s() == pytest.approx(3.0)  # no epoch count: no validation
-
-
-def test_eta_never_counts_negative_validation_or_steps():
-    view = _followed(2, [0.5], done=500, total=400)  # an epoch faster than its steps; more done than planned
-    assert view.validation_s(10.0, 200.0) == 0.0
-    assert view.eta_s() == 0.0
+def test_eta_reads_the_runs_epochs_and_timing_repeats_from_its_config():
+    # 100 steps in 1 s after the first; 300 left; 2 epochs not validated (none measured yet); 150 repeat steps
+    cfg = {"train": {"epochs": 4}, "perf": {"repeats": 3, "repeat_steps": 50}}
+    view = _followed(cfg, [(10.0, 1, 400), (11.0, 101, 400)])
+    assert view.eta_s() == pytest.approx((299 + 150) / 100.0)
+    assert _followed({}, [(10.0, 1, 400), (11.0, 101, 400)]).eta_s() == pytest.approx(2.99)
 
 
 def test_eta_is_unknown_without_steady_steps_or_progress():

@@ -25,6 +25,7 @@ from workbench.events.protocol import (
     type_problem,
 )
 from workbench.events.steps import as_step, step_rows
+from workbench.fold.eta import EpochMarks
 from workbench.fold.series import RANK_WINDOW, RankSteps, StepSeries, number
 from workbench.fold.steptable import COLUMNS as STEP_COLUMNS  # noqa: F401  (STEP_COLUMNS: the record's name)
 from workbench.fold.steptable import StepTable
@@ -82,6 +83,7 @@ class JobRecord:
         self.started: Dict[str, Any] = {}
         self.synthetic = False
         self.progress: Dict[str, Any] = {}
+        self.epoch_marks = EpochMarks()  # when the main rank's epochs trained and validated (the ETA's input)
         self.checks: Dict[str, Dict[str, Any]] = {}  # main rank (or job-level) checks by id, latest wins
         self.rank_checks: Dict[str, Dict[str, Any]] = {}  # other ranks' checks by "id@rN"
         self.check_events: List[Dict[str, Any]] = []  # every check line in order (ids may repeat)
@@ -244,6 +246,10 @@ class JobRecord:
     def _progress(self, ev: Dict[str, Any]) -> None:
         if is_main(ev):
             self.progress = ev
+            t, done, total = number(ev.get("t")), ev.get("done"), ev.get("total")
+            if ev.get("unit") == "step" and t is not None and type(done) is int and type(total) is int:
+                epoch = self.steps.last.get("epoch")
+                self.epoch_marks.progress(t, done, total, epoch if type(epoch) is int else None)
 
     def _step(self, ev: Dict[str, Any]) -> None:
         if ev.get("type") != "steps":
@@ -370,6 +376,9 @@ class JobRecord:
     def _epoch(self, ev: Dict[str, Any]) -> None:
         if is_main(ev):
             self.epochs.append(ev)
+            t = number(ev.get("t"))
+            if t is not None and type(ev.get("epoch")) is int:
+                self.epoch_marks.epoch(t, ev["epoch"])
 
     def _perf(self, ev: Dict[str, Any]) -> None:
         self.perf.append(ev)

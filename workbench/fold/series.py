@@ -106,6 +106,7 @@ class StepSeries:
         self.first_loss: Optional[float] = None
         self.last_loss: Optional[float] = None
         self.min_loss: Optional[float] = None
+        self.steady_from: Optional[int] = None  # steps before the first steady one (compile and warm-up)
 
     def add(self, step: Dict[str, Any], phase: str) -> None:
         """Fold one main-rank step whose phase is known."""
@@ -126,6 +127,8 @@ class StepSeries:
             so_far: List[float] = [] if self.min_loss is None else [self.min_loss]
             self.min_loss = min(so_far + losses)  # min keeps the first of equals, as `<` does
         self.last_loss = losses[-1]
+        if phase not in ("compile", "recompile", "warmup", "profiled") and self.steady_from is None:
+            self.steady_from = self.count - n
         if phase == "steady":
             self.step_ms.extend(times)
         elif phase in ("compile", "recompile"):
@@ -152,6 +155,8 @@ class StepSeries:
             self.last_loss = loss
         if type(ms) not in (float, int):
             return
+        if phase not in ("compile", "recompile", "warmup", "profiled") and self.steady_from is None:
+            self.steady_from = self.count - 1
         ms = float(ms)
         if phase == "steady":
             self.step_ms.append(ms)

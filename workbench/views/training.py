@@ -4,11 +4,32 @@ from __future__ import annotations
 
 from typing import Any, Deque, Dict, List, Optional
 
-from workbench.analysis.metrics import upper_median, weakest_class
+from workbench.analysis.metrics import weakest_class
 from workbench.analysis.trainstate import TrainState
+from workbench.fold.eta import eta_s
 from workbench.fold.record import JobRecord
 from workbench.fold.series import HISTORY, RankSteps, WholeRunHistory  # noqa: F401  (the screen's history types)
 from workbench.views.base import LatestJobView
+from workbench.views.chart import WindowStats, YRange, steady_range, window_stats
+
+
+def tail_steps(cfg: Dict[str, Any]) -> int:
+    """Steps a run times after its last epoch (perf.repeats x perf.repeat_steps; single-process runs only)."""
+    perf = cfg.get("perf") or {}
+    repeats, steps = perf.get("repeats"), perf.get("repeat_steps")
+    workers = ((cfg.get("train") or {}).get("parallel") or {}).get("workers", 1)
+    if type(repeats) is not int or type(steps) is not int or repeats <= 1 or workers != 1:
+        return 0
+    return repeats * steps
+
+
+def record_eta(record: JobRecord) -> Optional[float]:
+    """A train job's seconds left as of its latest event, from its config's epochs and timing repeats."""
+    cfg = record.config if isinstance(record.config, dict) else {}
+    epochs = (cfg.get("train") or {}).get("epochs")
+    if record.last_t is None:
+        return None
+    return eta_s(record.epoch_marks, record.last_t, epochs if type(epochs) is int else None, tail_steps(cfg))
 
 
 class TrainingView(LatestJobView):
@@ -47,6 +68,16 @@ class TrainingView(LatestJobView):
     def step_ms(self) -> Deque[float]:
         """Recent steady step times (ms)."""
         return self.record.steps.step_ms
+
+    def step_window(self) -> WindowStats:
+        """The last STEP_WINDOW steady step times' figures: the step chart's caption and the perf pane's live row."""
+        return window_stats(list(self.record.steps.step_ms))
+
+    def loss_range(self) -> Optional[YRange]:
+        """The loss chart's y-range, from its points after the compile and warm-up steps (None: no points)."""
+        steps = self.record.steps
+        unsteady = steps.steady_from if steps.steady_from is not None else steps.count
+        return steady_range(steps.loss.points, unsteady, steps.loss.per_point)
 
     @property
     def compile_ms(self) -> List[float]:
@@ -193,29 +224,9 @@ class TrainingView(LatestJobView):
         epochs = (self.cfg.get("train") or {}).get("epochs")
         return epochs if type(epochs) is int else None
 
-    def validation_s(self, step_ms: Optional[float], steps_per_epoch: Optional[float]) -> Optional[float]:
-        """Seconds one validation takes: each ended epoch's time less its steps at the steady rate (mean over epochs)."""
-        if step_ms is None or not steps_per_epoch:
-            return None
-        spent = [
-            e["epoch_s"] - steps_per_epoch * step_ms / 1000.0
-            for e in self.epochs
-            if type(e.get("epoch_s")) in (int, float)
-        ]
-        return max(0.0, sum(spent) / len(spent)) if spent else None
-
     def eta_s(self) -> Optional[float]:
-        """Time left: training steps left at the steady median step time, plus one validation per epoch left."""
-        done, total = self.progress.get("done"), self.progress.get("total")
-        step_ms = upper_median(self.step_ms)
-        if type(done) is not int or type(total) is not int or type(step_ms) not in (int, float):
-            return None
-        left = max(0, total - done) * step_ms / 1000.0  # type: ignore[operator]  # type() tests above exclude None
-        epochs = self.planned_epochs()
-        val_s = self.validation_s(step_ms, total / float(epochs) if epochs else None)
-        if epochs and val_s is not None:
-            left += max(0, epochs - len(self.epochs)) * val_s
-        return left
+        """Seconds left as of the latest event: steady wall time per step, measured validation (workbench.fold.eta)."""
+        return record_eta(self.record)
 
     def test_count(self) -> int:
         """How many test-set evaluations this session made of the followed run."""
