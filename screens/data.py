@@ -14,7 +14,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from screens.base import WorkbenchScreen
-from screens.form import check_fields, field_value
+from screens.form import NumberInput, check_fields, field_value
 from screens.widgets.evidence import badge
 from screens.widgets.pixels import HalfBlockImage
 from workbench.data.fashion import NUM_CLASSES
@@ -201,7 +201,7 @@ class DataScreen(WorkbenchScreen):
             yield Static("", id="banner")
             with Horizontal(id="seed-row"):
                 yield Label("new split seed", id="seed-label")
-                yield Input(placeholder="seed", id="seed-input", type="integer")
+                yield NumberInput("", "data.split_seed", placeholder="seed", id="seed-input")
                 yield Static("Enter starts a data job with it · Esc closes", id="seed-help")
             with Horizontal(id="top"):
                 yield Static("", id="counts")
@@ -254,6 +254,13 @@ class DataScreen(WorkbenchScreen):
         """Hide the seed field without starting anything."""
         self.query_one("#seed-row").display = False
         self.query_one("#body").focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "seed-input":
+            self.query_one("#seed-label", Label).update("new split seed")
+
+    def on_number_input_refused(self, event: NumberInput.Refused) -> None:
+        self.query_one("#seed-label", Label).update(Text("new split seed — " + event.reason, style="bold red"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "seed-input":

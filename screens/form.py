@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select
 from textual.widgets.select import InvalidSelectValueError
@@ -30,6 +31,34 @@ class LabelledField(Vertical):
     def compose(self):
         yield Label(self.label_text)
         yield self.field
+
+
+class NumberInput(Input):
+    """An Input for a numeric config key: what cannot become a number is refused as it is typed, saying why."""
+
+    class Refused(Message):
+        """Text typed into a number field was not taken."""
+
+        def __init__(self, field: NumberInput, text: str, reason: str) -> None:
+            super().__init__()
+            self.field, self.text, self.reason = field, text, reason
+
+    def __init__(self, value: str, key: str, **kw: Any) -> None:
+        spec = schema_field(key)
+        whole = int in spec.types and float not in spec.types
+        super().__init__(value, type="integer" if whole else "number", **kw)
+        self.key = key
+        self.expects = "%s, %s" % ("a whole number" if whole else "a number", spec.expected())
+        self._typed = ""
+
+    def replace(self, text: str, start: int, end: int) -> None:
+        self._typed = text  # restricted() is told nothing: remember what was refused
+        super().replace(text, start, end)
+
+    def restricted(self) -> None:
+        self.post_message(
+            self.Refused(self, self._typed, "%r not typed: %s takes %s" % (self._typed, self.key, self.expects))
+        )
 
 
 def field_value(widget: Widget, key: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from statistics import fmean
 from typing import Any, Dict, List, Optional, Tuple
@@ -14,7 +15,7 @@ from textual.widgets import Button, Input, Select, Static
 
 from screens.base import NARROW_COLUMNS, WorkbenchScreen
 from screens.dialogs import ConfirmScreen
-from screens.form import LabelledField, check_fields, field_value, show_value
+from screens.form import LabelledField, NumberInput, check_fields, field_value, show_value
 from screens.training_panels import (
     EPOCH_ROWS,
     epochs_summary,
@@ -38,6 +39,7 @@ from screens.widgets.panel import Panel
 from screens.widgets.spark import Spark
 from workbench.acceptance.testset import COST, describe, session_evaluations
 from workbench.config.keys import get, nest
+from workbench.config.layers import ConfigError, batch_problem, merge
 from workbench.session import candidate
 from workbench.views.chart import STEP_WINDOW
 from workbench.views.training import TrainingView
@@ -128,9 +130,8 @@ class TrainingScreen(WorkbenchScreen):
                     "device", _select(("auto", "CPU", "GPU", "Ascend"), cfg["device"]["target"], "f-device")
                 )
             with Horizontal(classes="form-row", id="form2"):
-                yield LabelledField("epochs", Input(str(cfg["train"]["epochs"]), id="f-epochs", compact=True))
-                yield LabelledField("batch size", Input(str(cfg["train"]["batch_size"]), id="f-batch", compact=True))
-                yield LabelledField("lr", Input(str(cfg["train"]["lr"]), id="f-lr", compact=True))
+                for label, key, wid in FIELDS[3:6]:  # epochs, batch size, lr: letters refused as typed
+                    yield LabelledField(label, NumberInput(str(get(cfg, key)), key, id=wid, compact=True))
                 self._splits = self.data_splits()
                 options, self._split_auto = split_options(self._splits, cfg["data"].get("from"))
                 yield LabelledField(
@@ -253,10 +254,27 @@ class TrainingScreen(WorkbenchScreen):
         self.form_base = {key: value for _, key, value in self.form_fields()}
         self._form_state()
 
-    def _form_state(self) -> None:
-        """Say whose settings the form holds, and which fields differ from them."""
+    def form_problems(self) -> List[str]:
+        """What the config's rules say of the form as it stands: each field's, then the batch against the split."""
+        problems = check_fields(self.form_fields())
+        if not problems:
+            cfg = copy.deepcopy(self.app.cfg)
+            try:
+                merge(cfg, self.form_overrides(), "the training form")
+            except ConfigError as exc:
+                return [str(exc)]
+            why = batch_problem(cfg)
+            if why is not None:
+                problems.append(why)
+        return problems
+
+    def _form_state(self, refused: str = "") -> None:
+        """Say what is wrong with the form as typed, or whose settings it holds and which fields differ from them."""
         line = Text(no_wrap=True, overflow="ellipsis")
-        if self.form_from:
+        problems = self.form_problems()
+        if refused or problems:
+            line.append("✗ " + "; ".join(([refused] if refused else []) + problems), style="bold red")
+        elif self.form_from:
             edited = [
                 (label, value, self.form_base.get(key))
                 for label, key, value in self.form_fields()
@@ -278,6 +296,10 @@ class TrainingScreen(WorkbenchScreen):
     def on_input_changed(self, event: Input.Changed) -> None:
         self._form_state()
 
+    def on_number_input_refused(self, event: NumberInput.Refused) -> None:
+        label = next((label for label, _, wid in FIELDS if wid == event.field.id), event.field.key)
+        self._form_state("%s: %s" % (label, event.reason))
+
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "f-split" and event.value != getattr(self, "_split_auto", None):
             self._split_picked = True  # the user chose; the newest split no longer replaces the choice
@@ -293,7 +315,7 @@ class TrainingScreen(WorkbenchScreen):
 
     def action_start(self, extra: Optional[Dict[str, Any]] = None) -> None:
         """Check the form with the config's rules, then start a training job from it."""
-        problems = check_fields(self.form_fields())
+        problems = self.form_problems()
         error = self.query_one("#error", Static)
         if problems:
             error.update(Text("cannot start: " + "\n".join(problems), style="bold red"))

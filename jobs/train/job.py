@@ -102,6 +102,13 @@ class Trainer:
             evidence=desc,
             hint=SYNTHETIC_HINT if desc["source"] == "synthetic" else None,
         )
+        if self.cfg.train.batch_size > desc["n_train"]:  # the config check cannot see a split read from data.from
+            raise JobFailed(
+                "train.batch_size %d > %d images in the train split (%s)"
+                % (self.cfg.train.batch_size, desc["n_train"], data.how),
+                hint="set train.batch_size to at most %d" % desc["n_train"],
+                type_="ConfigError",
+            )
         if self.par is not None:
             self.shard_info = dataparallel.shard(self.ctx, len(data.train_y), self.par, self.cfg.train.batch_size)
         t = self.cfg.train

@@ -34,6 +34,9 @@ def session_dirs(root: Path):
         ("train.lr=.nan", ["'train.lr'", "value nan", "not a finite number"]),
         ("train.lr=1e400", ["--set train.lr=1e400", "'train.lr'", "not a finite number"]),
         ("limits.stall_s=.inf", ["'limits.stall_s'", "value inf", "not a finite number"]),
+        ("train.lr=0", ["--set train.lr=0", "'train.lr'", "value 0.0", "> 0.0"]),
+        ("train.lr=-0.01", ["'train.lr'", "value -0.01", "> 0.0"]),
+        ("train.batch_size=60000", ["train.batch_size 60000 > 54000 images in the train split", "at most 54000"]),
     ],
 )
 def test_schema_errors_exit_2_before_any_session_exists(run_cli, sessions, item, needles):

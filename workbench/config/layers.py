@@ -21,6 +21,7 @@ from workbench.config.schema import (  # noqa: F401  (the schema's names, re-exp
     ConfigError,
     Field,
 )
+from workbench.data.sizes import OFFICIAL_TRAIN, balanced, train_split_size
 
 
 def defaults(schema: Dict[str, Any] = SCHEMA) -> Dict[str, Any]:
@@ -77,6 +78,8 @@ def _check(spec: Field, key: str, value: Any, source: str) -> Any:
         raise fail("null not allowed")
     value = _coerce(value, spec.types)
     why = _scalar_problem(value, spec.types, spec.choices, spec.min, spec.max)
+    if why is None and spec.above is not None and not value > spec.above:
+        why = "too small"
     if why is not None:
         raise fail(why)
     if spec.item_types:
@@ -198,7 +201,38 @@ def check_effective(cfg: Dict[str, Any]) -> Dict[str, Any]:
             "expected at least one size (the first is the MindIR's input signature), for example "
             "[64, 1, 32]"
         )
+    problem = batch_problem(cfg)
+    if problem is not None:
+        raise ConfigError("the effective config: " + problem)
     return cfg
+
+
+def train_images(cfg: Dict[str, Any]) -> Optional[Tuple[int, str]]:
+    """Images one training epoch sees, and where that number comes from; None with data.from (the job knows)."""
+    data, train = cfg["data"], cfg["train"]
+    if data.get("from") is not None:
+        return None
+    total = OFFICIAL_TRAIN if data["source"] == "official" else data["synthetic_train"]
+    n = train_split_size(balanced(total), data["val_fraction"])
+    where = "the %s set's %d less data.val_fraction %s" % (data["source"], total, data["val_fraction"])
+    limit = train["train_limit"]
+    if limit and limit < n:
+        return limit, "train.train_limit: the first %d of its %d" % (limit, n)
+    return n, where
+
+
+def batch_problem(cfg: Dict[str, Any]) -> Optional[str]:
+    """Why train.batch_size cannot fill one batch from the train split (None when it can, or it is not known here)."""
+    known = train_images(cfg)
+    batch = cfg["train"]["batch_size"]
+    if known is None or batch <= known[0]:
+        return None
+    return "train.batch_size %d > %d images in the train split (%s); expected at most %d" % (
+        batch,
+        known[0],
+        known[1],
+        known[0],
+    )
 
 
 def schema_field(dotted: str) -> Field:

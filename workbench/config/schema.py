@@ -57,6 +57,7 @@ class Field:
     # raises ValueError saying why not; `expects` then describes what the key accepts.
     check: Optional[Callable[[Any], Any]] = None
     expects: str = ""
+    above: Optional[float] = None  # an exclusive lower bound (lr > 0)
 
     def expected(self) -> str:
         """Describe what the key accepts."""
@@ -67,6 +68,8 @@ class Field:
             if items:
                 parts.append("each " + " ".join(items))
         parts += _limits(self.choices, self.min, self.max)
+        if self.above is not None:
+            parts.append("> %s" % self.above)
         if self.nullable:
             parts.append("or null")
         return " ".join(parts)
@@ -212,7 +215,7 @@ SCHEMA: Dict[str, Any] = {
         "mode": _f("graph", str, choices=("graph", "pynative")),
         "epochs": _f(5, int, min=1, max=10000),
         "batch_size": _f(64, int, min=1, max=65536),
-        "lr": _f(0.001, float, min=0.0),
+        "lr": _f(0.001, float, above=0.0, doc="> 0: an lr of 0 never changes the weights"),
         "optimizer": _f("adam", str, choices=("adam", "sgd")),
         "momentum": _f(0.9, float, min=0.0, max=1.0),
         "precision": _f("fp32", str, choices=PRECISIONS),

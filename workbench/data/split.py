@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Tuple, Union
@@ -13,6 +12,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple, Union
 import numpy as np
 
 from workbench.data.errors import DataError
+from workbench.data.sizes import val_count as _val_count
 from workbench.system.atomic import write_bytes, write_json
 
 SPLIT_FORMAT = "ms-workbench split v1"
@@ -60,14 +60,6 @@ def stratified_split(labels: np.ndarray, val_fraction: float = 0.1, seed: int = 
     in_val[val_idx] = True
     train_idx = np.flatnonzero(~in_val).astype(np.int64)
     return train_idx, val_idx
-
-
-def _val_count(n: int, val_fraction: float) -> int:
-    # Round half up (not Python's half-to-even) so the rule is easy to state.
-    n_val = int(math.floor(val_fraction * n + 0.5))
-    if n >= 2:
-        n_val = min(max(n_val, 1), n - 1)
-    return n_val
 
 
 def index_sha256(indices: np.ndarray) -> str:
