@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from textual.app import App
 from textual.binding import Binding
@@ -13,12 +13,13 @@ from textual.screen import Screen
 
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
-from workbench.config.layers import ConfigError, merge
+from workbench.acceptance.about import RECIPE_JOBS_NEEDING_CONFIG
+from workbench.config.layers import ConfigError, check_effective, load_file, merge
 from workbench.fold.handoff import FoldedSession
 from workbench.fold.record import SessionModel
 from workbench.fold.tracker import Batch, JobTracker
 from workbench.run.runner import JobRunner, RunnerError, decide_device, device_record
-from workbench.session.candidate import CANDIDATE_FILE, Candidate, current
+from workbench.session.candidate import CANDIDATE_FILE, Candidate, current, recipe_of
 from workbench.session.store import SessionStore
 from workbench.system import timing
 from workbench.system.priority import Launcher
@@ -132,6 +133,7 @@ class WorkbenchApp(App):
         self.runner = JobRunner(store)
         self.launcher = launcher  # starts jobs from a thread at the original priority when the UI is niced
         self.last_refusal: Optional[str] = None  # why the last start from a screen was refused
+        self.last_started: Optional[Tuple[str, str]] = None  # (jid, the recipe it ran with) of the last start
 
     @property
     def refresh_hz(self) -> float:
@@ -249,6 +251,27 @@ class WorkbenchApp(App):
                 return "%s on Training freezes the followed run" % binding.key.split(",")[0]
         return "ms-workbench freeze --session %s names one" % (self.sid or "SID")
 
+    def recipe(self, kind: str) -> Tuple[Optional[Dict[str, Any]], str]:
+        """For a check about the candidate's recipe (overfit, resume, precision): the candidate run's config.yaml,
+        the layer the CLI's printed command passes with --config, and a line naming it; other jobs: (None, "")."""
+        if kind not in RECIPE_JOBS_NEEDING_CONFIG:
+            return None, ""
+        cand = self.candidate()
+        if cand is None:
+            return None, "the app's settings (no candidate frozen)"
+        path = self.store.root / (self.sid or "") / "jobs" / cand.run / "config.yaml"
+        layer = load_file(path)  # ConfigError names the file when it cannot be read
+        if not isinstance(layer, dict):
+            raise ConfigError("%s: expected a mapping of config keys, got %s" % (path, type(layer).__name__))
+        return layer, "candidate #%d's recipe (%s)" % (cand.n, cand.run)
+
+    def recipe_label(self, kind: str) -> str:
+        """Which recipe `kind` would start with, for the palette and the next-step list (never raises)."""
+        try:
+            return self.recipe(kind)[1]
+        except ConfigError as exc:
+            return "no recipe: %s" % exc
+
     def ensure_session(self) -> str:
         """The session id, creating the session on first use."""
         if self.sid is None:
@@ -261,8 +284,13 @@ class WorkbenchApp(App):
         import copy
 
         cfg = copy.deepcopy(self.cfg)
+        recipe = ""
         try:
+            layer, recipe = self.recipe(kind)
+            if layer is not None:  # under the step's own settings, as --config is under --set
+                merge(cfg, layer, recipe)
             merge(cfg, overrides or {}, "the %s screen" % kind)
+            check_effective(cfg)
             held = self.runner.device_held(kind, cfg)
             if held is not None:  # refused here, before a job folder exists: the followed job stays followed
                 self.refuse(kind, held)
@@ -279,7 +307,10 @@ class WorkbenchApp(App):
         for view in self.views.values():
             if view.wants(kind) and hasattr(view, "follow"):
                 view.follow(None)  # a job the user just started is the one to follow
-        self.notify("started %s" % job_dir.name)
+        if layer is not None:
+            recipe += ": " + ", ".join("%s %s" % (k.split(".")[-1], v) for k, v in recipe_of(layer).items())
+        self.notify("started %s%s" % (job_dir.name, " with " + recipe if recipe else ""))
+        self.last_started = (job_dir.name, recipe)  # the Session screen names the recipe a check ran with
         self.poll_jobs()
         return job_dir
 

@@ -35,7 +35,7 @@ SCREEN_WORDS = {
     "export": ("Run the export", None),
     "session": (None, "Stop the selected job (asks first)"),
 }
-# The framework layer's checks: jobs with no screen of their own, started with the app's settings.
+# The framework layer's checks: jobs with no screen of their own, started with the candidate's recipe.
 FRAMEWORK_JOBS = (
     ("overfit", "Run the overfit check", "framework layer: one batch trained until its loss nearly vanishes"),
     ("resume", "Run the resume check", "framework layer: stop after k epochs, resume, compare with one straight run"),
@@ -82,7 +82,7 @@ class WorkbenchCommands(Provider):
             )
         )
         for kind, words, help_text in FRAMEWORK_JOBS:
-            out.append((words, partial(app.start_job, kind), help_text))
+            out.append((words, partial(app.start_job, kind), "%s; with %s" % (help_text, app.recipe_label(kind))))
         out.append(
             (
                 "Compare two training runs",

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from workbench.acceptance.about import RECIPE_JOBS_NEEDING_CONFIG
 from workbench.config.layers import ConfigError, merge, parse_set
 
 SCREEN_MODES = {
@@ -45,6 +46,9 @@ def job_of(command: str) -> Optional[Dict[str, Any]]:
     while rest:
         if rest[0] in ("--session", "--sessions") and len(rest) >= 2:  # this session: the TUI runs it here
             rest = rest[2:]
+            continue
+        if rest[0] == "--config" and len(rest) >= 2 and words[2] in RECIPE_JOBS_NEEDING_CONFIG:
+            rest = rest[2:]  # the candidate run's config: the app adds the candidate's recipe itself (start_job)
             continue
         if rest[0] != "--set" or len(rest) < 2:
             return None  # an option the TUI does not pass on: leave it to the shell

@@ -148,7 +148,8 @@ class SessionScreen(WorkbenchScreen):
         box = self.query_one("#next", OptionList)
         box.clear_options()
         for step in steps:
-            box.add_option(Option("(%s) %s" % (step.layer, step.label)))
+            recipe = self.app.recipe_label(step.kind) if step.kind else ""
+            box.add_option(Option("(%s) %s%s" % (step.layer, step.label, " — with " + recipe if recipe else "")))
         box.display = bool(steps)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
