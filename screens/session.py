@@ -148,7 +148,7 @@ class SessionScreen(WorkbenchScreen):
         box = self.query_one("#next", OptionList)
         box.clear_options()
         for step in steps:
-            recipe = self.app.recipe_label(step.kind) if step.kind else ""
+            recipe = self.wb_app.recipe_label(step.kind) if step.kind else ""
             box.add_option(Option("(%s) %s%s" % (step.layer, step.label, " — with " + recipe if recipe else "")))
         box.display = bool(steps)
 

@@ -258,7 +258,7 @@ class TrainingScreen(WorkbenchScreen):
         """What the config's rules say of the form as it stands: each field's, then the batch against the split."""
         problems = check_fields(self.form_fields())
         if not problems:
-            cfg = copy.deepcopy(self.app.cfg)
+            cfg = copy.deepcopy(self.wb_app.cfg)
             try:
                 merge(cfg, self.form_overrides(), "the training form")
             except ConfigError as exc:
