@@ -4,21 +4,42 @@ from __future__ import annotations
 
 import time
 
+from workbench.session import order
 from workbench.session.store import SessionStore
+from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json
 
 DAY_S = 86400.0
 
 
 def aged_session(store: SessionStore, age_days: float, with_job: bool = True) -> str:
-    """A finished session whose last activity was `age_days` ago."""
+    """A finished session whose last activity was `age_days` ago, as if made then with the clock right.
+
+    Its dates, its monotonic stamps and its place in the root's creation order all agree.
+    """
     sid = store.create()
     then = time.time() - age_days * DAY_S
+    stamp = monotonic.stamp()
+    stamp["t"] -= age_days * DAY_S
     info = read_json(store.root / sid / "session.json")
-    write_json(store.root / sid / "session.json", dict(info, created=then))
+    write_json(store.root / sid / "session.json", dict(info, created=then, created_monotonic=stamp))
     if with_job:
         job = store.new_job_dir(sid, "drill")
-        write_json(job / "job.json", {"jid": job.name, "kind": "drill", "created": then})
-        write_json(job / "exit.json", {"returncode": 0, "signal": None, "duration_s": 1.0, "ended_at": then + 1})
+        write_json(job / "job.json", {"jid": job.name, "kind": "drill", "created": then, "created_monotonic": stamp})
+        ended = dict(stamp, t=stamp["t"] + 1)
+        write_json(
+            job / "exit.json",
+            {
+                "returncode": 0,
+                "signal": None,
+                "duration_s": 1.0,
+                "ended_at": then + 1,
+                "monotonic": {"started": stamp, "ended": ended},
+            },
+        )
         (job / "events.jsonl").write_text("")
+    made = order.ranks(store.root)
+    made = [s for s in made if (store.root / s / "session.json").is_file()]
+    by_date = sorted(made, key=lambda s: read_json(store.root / s / "session.json")["created"])
+    (store.root / order.ORDER_FILE).write_text("".join(s + "\n" for s in by_date))
     return sid

@@ -24,8 +24,9 @@ from workbench.events.protocol import EventReader, decode_line
 from workbench.events.text import damage, format_event
 from workbench.run.runner import JOB_KINDS, JobRunner, RunnerError
 from workbench.session.imported import imported_label, imported_summary
+from workbench.session.order import ORDER_FILE
 from workbench.session.refs import BadReference
-from workbench.session.store import SessionStore, job_status, sessions_root
+from workbench.session.store import CannotWrite, SessionStore, job_status, sessions_root
 
 USAGE_ERROR = 2
 
@@ -100,14 +101,18 @@ def cmd_run(args) -> int:
         if spent:
             print(spent, file=sys.stderr)
             return USAGE_ERROR
-    sid = args.session or store.create(sys.argv)
+    try:
+        sid = args.session or store.create(sys.argv)
+    except CannotWrite as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 1
     try:
         job_dir = JobRunner(store).start(sid, args.job, cfg, command=sys.argv)
-    except (RunnerError, FileNotFoundError) as exc:
+    except (RunnerError, FileNotFoundError, CannotWrite) as exc:
         print("error: %s" % exc, file=sys.stderr)
         if not args.session:
             _remove_if_empty(store, sid)
-        return USAGE_ERROR
+        return 1 if isinstance(exc, CannotWrite) else USAGE_ERROR
     if args.detach:
         print(job_dir)
         return _detached_start(job_dir)
@@ -227,7 +232,9 @@ def _remove_if_empty(store: SessionStore, sid: str) -> None:
     session_dir = store.session_dir(sid)
     jobs = session_dir / "jobs"
     try:
-        if jobs.is_dir() and not any(jobs.iterdir()):
+        if jobs.is_dir() and all(p.name == ORDER_FILE for p in jobs.iterdir()):
+            if (jobs / ORDER_FILE).exists():
+                (jobs / ORDER_FILE).unlink()
             jobs.rmdir()
             (session_dir / "session.json").unlink()
             session_dir.rmdir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,13 @@ def cmd_compare(args) -> int:
     except ConfigError as exc:
         print("config error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
+    if args.out and os.path.lexists(args.out) and not os.path.isdir(args.out):
+        print(
+            "error: --out %s exists and is not a folder: compare writes compare.json, compare.md and loss.svg "
+            "into a folder (an existing one has those three replaced, each atomically); nothing written" % args.out,
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
     store = SessionStore(sessions_root(args.sessions))
     try:
         result = compare_refs(store, args.a, args.b, cfg["compare"])
@@ -53,7 +61,15 @@ def cmd_compare(args) -> int:
         print("error: %s" % exc, file=sys.stderr)
         return USAGE_ERROR
     if args.out:
-        result["files"] = write_compare_outputs(result, Path(args.out))
+        try:
+            result["files"] = write_compare_outputs(result, Path(args.out))
+        except OSError as exc:  # a full disk, a read-only folder, a folder where compare.json goes
+            print(
+                "error: compare could not write %s: %s; files already written were replaced whole, none is partial"
+                % (exc.filename2 or exc.filename or args.out, exc.strerror or exc),  # filename2: a rename's target
+                file=sys.stderr,
+            )
+            return 1
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from workbench.run.msrun import MsrunPlan, ParallelError
 from workbench.run.msrun import plan as plan_msrun
 from workbench.session import candidate
 from workbench.session.imported import imported_mark
-from workbench.session.store import SessionStore, job_status
+from workbench.session.store import CannotWrite, SessionStore, job_status
 from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json, write_text
 from workbench.system.childproc import group_alive, pid_running, stop_group
@@ -263,9 +264,13 @@ class JobRunner:
         }
         if chosen is not None:
             spec["candidate"] = chosen.as_dict()  # the freeze this job's weights key was filled from
-        write_text(job_dir / "config.yaml", dump(cfg))
-        write_json(job_dir / "config.json", cfg)
-        write_json(job_dir / "job.json", spec)
+        try:
+            write_text(job_dir / "config.yaml", dump(cfg))
+            write_json(job_dir / "config.json", cfg)
+            write_json(job_dir / "job.json", spec)
+        except OSError as exc:  # a full disk: no job folder is left that looks like a job
+            shutil.rmtree(str(job_dir), ignore_errors=True)
+            raise CannotWrite("cannot write job %s in session %s (%s): %s" % (job_dir.name, sid, job_dir, exc))
         with open(job_dir / "supervisor.log", "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "workbench.run.supervise", "--job-dir", str(job_dir)],

@@ -9,9 +9,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, List, Optional
+from typing import IO, Dict, List, Optional
 
+from workbench.session import order
 from workbench.session.store import SessionStore, job_status
+from workbench.system import monotonic
 from workbench.system.atomic import read_json
 
 DAY_S = 86400.0
@@ -53,11 +55,69 @@ def has_running_jobs(store: SessionStore, sid: str) -> bool:
     return any(job_status(j).state == "running" for j in store.jobs(sid))
 
 
-def candidates(store: SessionStore, keep_days: float, now: Optional[float] = None) -> List[Candidate]:
-    """Sessions whose last activity is older than keep_days and that have no running job."""
+def monotonic_age(store: SessionStore, sid: str) -> Optional[float]:
+    """Seconds since the session's last activity by the monotonic clock (its stamps of this boot), else None."""
+    stamps = [store.info(sid).get("created_monotonic")]
+    for job in store.jobs(sid):
+        for name, key in (("job.json", "created_monotonic"), ("exit.json", "monotonic")):
+            try:
+                value = read_json(job / name).get(key)
+            except (OSError, ValueError, AttributeError):
+                continue
+            stamps.append(value.get("ended") if key == "monotonic" and isinstance(value, dict) else value)
+    ages = [a for a in (monotonic.elapsed(s) for s in stamps) if a is not None]
+    return min(ages) if ages else None
+
+
+def clock_doubts(store: SessionStore, keep_days: float, now: Optional[float] = None) -> Dict[str, str]:
+    """{sid: why} for the sessions whose dates this machine's clock cannot be trusted on: kept, and said so.
+
+    Two signals besides the dates: the monotonic clock (stamps of this boot give a true age), and the
+    order this root made its sessions in (a session made after another but dated before it was made
+    while the clock was behind). A date after the clock is a doubt too.
+    """
     now = time.time() if now is None else now
+    made = order.ranks(store.root)
+    doubts: Dict[str, str] = {}
+    latest_made_before: Optional[float] = None
+    for sid in store.sessions():  # oldest first, by creation order where it is known
+        try:
+            created = _date(store.info(sid).get("created"), "%s/session.json created" % sid)
+            last = last_activity(store, sid)
+            age = monotonic_age(store, sid)
+        except (OSError, ValueError):
+            continue  # a damaged session is never a candidate
+        old_by_date = now - last > keep_days * DAY_S
+        if last > now + CLOCK_SLACK_S:
+            doubts[sid] = "its last activity (%s) is after this machine's clock; its age cannot be told" % _when(last)
+        elif old_by_date and age is not None and now - last > age + CLOCK_SLACK_S:
+            doubts[sid] = (
+                "its dates say its last activity was %s, but this machine's monotonic clock says %s ago; "
+                "the wall clock was off, so its age is not guessed" % (_when(last), _span(age))
+            )
+        elif (
+            old_by_date
+            and sid in made
+            and latest_made_before is not None
+            and created < latest_made_before - CLOCK_SLACK_S
+        ):
+            doubts[sid] = (
+                "it was made after a session dated %s, yet is dated %s: the clock was behind when it was made, "
+                "so its age cannot be told" % (_when(latest_made_before), _when(created))
+            )
+        if sid in made:
+            latest_made_before = max(created, latest_made_before or created)
+    return doubts
+
+
+def candidates(store: SessionStore, keep_days: float, now: Optional[float] = None) -> List[Candidate]:
+    """Sessions whose last activity is older than keep_days, that have no running job and whose age is not in doubt."""
+    now = time.time() if now is None else now
+    doubts = clock_doubts(store, keep_days, now)
     out = []
     for sid in store.sessions():
+        if sid in doubts:
+            continue
         try:
             last = last_activity(store, sid)
             if now - last <= keep_days * DAY_S or has_running_jobs(store, sid):
@@ -68,18 +128,16 @@ def candidates(store: SessionStore, keep_days: float, now: Optional[float] = Non
     return out
 
 
-def ahead_of_clock(store: SessionStore, now: Optional[float] = None) -> List[Candidate]:
-    """Sessions whose own dates lie after this machine's clock: their age cannot be told, so they are kept."""
-    now = time.time() if now is None else now
-    out = []
-    for sid in store.sessions():
-        try:
-            last = last_activity(store, sid)
-        except (OSError, ValueError):
-            continue
-        if last > now + CLOCK_SLACK_S:
-            out.append(Candidate(sid, last, 0))
-    return out
+def _when(date: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(date))
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 2 * DAY_S:
+        return "%.0f days" % (seconds / DAY_S)
+    if seconds >= 7200:
+        return "%.0f hours" % (seconds / 3600)
+    return "%.0f minutes" % (seconds / 60) if seconds >= 120 else "%.0f s" % seconds
 
 
 def _mb(n: int) -> str:
@@ -103,11 +161,8 @@ def prune(
     if keep_days < 0:
         stdout.write("error: KEEP_DAYS must be >= 0, got %s; nothing deleted\n" % keep_days)
         return 2
-    for c in ahead_of_clock(store, now):
-        stdout.write(
-            "kept %s: its last activity (%s) is after this machine's clock; its age cannot be told\n"
-            % (c.sid, time.strftime("%Y-%m-%d %H:%M", time.localtime(c.last_activity)))
-        )
+    for sid, why in clock_doubts(store, keep_days, now).items():
+        stdout.write("kept %s: %s\n" % (sid, why))
     found = candidates(store, keep_days, now)
     if not found:
         stdout.write("nothing to prune: no finished session under %s is older than %g days\n" % (store.root, keep_days))

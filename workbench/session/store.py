@@ -7,6 +7,7 @@ import getpass
 import math
 import os
 import secrets
+import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from workbench import __version__
 from workbench.events.files import last_finished
+from workbench.session import order
 from workbench.session.refs import SID_PATTERN, BadReference, check_jid, check_sid
 from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json
@@ -67,6 +69,17 @@ def job_status(job_dir: Path, events: Optional[List[Dict[str, Any]]] = None) -> 
         return _job_status(Path(job_dir), events)
     except Damaged as exc:
         return JobStatus("damaged", str(exc), None)
+
+
+class CannotWrite(OSError):
+    """A session or job folder could not be made (a full disk, a read-only folder); the message names the path."""
+
+
+def _os_why(exc: OSError) -> str:
+    """An OS error in words with the path it is about: 'No space left on device: /x/session.json'."""
+    if exc.strerror and exc.filename:
+        return "%s: %s" % (exc.strerror, exc.filename)
+    return exc.strerror or str(exc)
 
 
 class Damaged(Exception):
@@ -217,8 +230,15 @@ class SessionStore:
         self.clock = clock  # unix seconds; it stamps session ids and session.json (tests inject one)
 
     def create(self, argv: Optional[List[str]] = None) -> str:
-        """Make a new session folder and its session.json."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Make a new session folder and its session.json, logged as the newest session of the root.
+
+        All or nothing: on an OS error (a full disk, a read-only root) the half-made folder is removed
+        and CannotWrite names the root and why.
+        """
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CannotWrite("cannot create the sessions root %s: %s" % (self.root, _os_why(exc)))
         now = self.clock()
         while True:  # the random suffix tells apart sessions made in one second; mkdir settles a clash
             sid = new_sid(now)
@@ -227,18 +247,28 @@ class SessionStore:
                 break
             except FileExistsError:
                 continue
-        (self.root / sid / "jobs").mkdir()
-        write_json(
-            self.root / sid / "session.json",
-            {
-                "id": sid,
-                "created": now,
-                "host": socket.gethostname(),
-                "user": getpass.getuser(),
-                "version": __version__,
-                "argv": argv or [],
-            },
-        )
+            except OSError as exc:
+                raise CannotWrite("cannot create a session under %s: %s" % (self.root, _os_why(exc)))
+        try:
+            (self.root / sid / "jobs").mkdir()
+            write_json(
+                self.root / sid / "session.json",
+                {
+                    "id": sid,
+                    "created": now,
+                    "created_monotonic": monotonic.stamp(),
+                    "host": socket.gethostname(),
+                    "user": getpass.getuser(),
+                    "version": __version__,
+                    "argv": argv or [],
+                },
+            )
+            order.append(self.root, sid)
+        except OSError as exc:
+            shutil.rmtree(str(self.root / sid), ignore_errors=True)
+            raise CannotWrite(
+                "cannot create a session under %s: %s; nothing was left behind" % (self.root, _os_why(exc))
+            )
         return sid
 
     def session_dir(self, sid: str) -> Path:
@@ -249,11 +279,15 @@ class SessionStore:
         return path
 
     def sessions(self) -> List[str]:
-        """Session ids, oldest first (by the created time in session.json: ids of one second sort at random)."""
+        """Session ids, oldest first: in the order this root made them (its creation log, whatever the clock said),
+        after those it has no record of making (imported, older workbench), which go by their created date."""
         if not self.root.exists():
             return []
         found = [p.name for p in self.root.iterdir() if SID_PATTERN.fullmatch(p.name) and (p / "session.json").exists()]
-        return sorted(found, key=lambda sid: (self._created(sid), sid))
+        made = order.ranks(self.root)
+        return sorted(
+            found, key=lambda sid: (1, made[sid], 0.0, "") if sid in made else (0, 0, self._created(sid), sid)
+        )
 
     def _created(self, sid: str) -> float:
         """session.json's created time; 0 for an unreadable one (sorted first, by id)."""
@@ -295,16 +329,27 @@ class SessionStore:
             path = jobs / ("%s-%03d" % (kind, n))
             try:
                 path.mkdir()
-                (path / "artifacts").mkdir()
-                return path
             except FileExistsError:
                 n += 1
+                continue
+            except OSError as exc:
+                raise CannotWrite("cannot create a job folder in session %s (%s): %s" % (sid, jobs, _os_why(exc)))
+            try:
+                (path / "artifacts").mkdir()
+                order.append(jobs, path.name)
+            except OSError as exc:
+                shutil.rmtree(str(path), ignore_errors=True)
+                raise CannotWrite("cannot create a job folder in session %s (%s): %s" % (sid, jobs, _os_why(exc)))
+            return path
 
     def jobs(self, sid: str) -> List[Path]:
         """Job folders of a session, in start order."""
         jobs = self.session_dir(sid) / "jobs"
         dirs = [p for p in jobs.iterdir() if os.path.lexists(str(p / "job.json"))]
-        return sorted(dirs, key=lambda p: (_job_created(p), p.name))
+        made = order.ranks(jobs)  # the order they were made in, whatever the clock said; else by date
+        return sorted(
+            dirs, key=lambda p: (1, made[p.name], 0.0, "") if p.name in made else (0, 0, _job_created(p), p.name)
+        )
 
     def command(self, *words: str) -> str:
         """A command line that runs as printed: `ms-workbench WORDS`, with --sessions when this root is not the default."""
