@@ -12,21 +12,18 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import signal
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.hostile import KINDS, damage, exit_json_damaged, restore
 from tests.support.sessions import SID, copy_recorded
 from workbench.cli.main import main
 from workbench.session.store import SessionStore, job_status
 
-KINDS = ["empty", "cut", "fifo", "directory", "symlink-to-dev-zero", "huge-line"]
-HUGE_LINE_BYTES = 4 << 20
 BOUND_S = 30  # a hang guard, not a timing assertion: a reader that blocks fails here instead of stalling CI
 EXAMPLES = int(os.environ.get("HOSTILE_SESSION_EXAMPLES", "1000"))
 SLOWEST = {"s": 0.0, "case": None}
@@ -40,31 +37,6 @@ def session(tmp_path_factory):
     yield root, files
     if SLOWEST["case"]:  # for the closing note: how long the slowest example took (pytest -s shows it)
         print("\nhostile session: slowest case %.2f s (%s)" % (SLOWEST["s"], SLOWEST["case"]))
-
-
-def _damage(path: Path, kind: str) -> None:
-    data = path.read_bytes()
-    path.unlink()
-    if kind == "empty":
-        path.write_bytes(b"")
-    elif kind == "cut":
-        path.write_bytes(data[: len(data) // 2])
-    elif kind == "fifo":
-        os.mkfifo(str(path))
-    elif kind == "directory":
-        path.mkdir()
-    elif kind == "symlink-to-dev-zero":
-        os.symlink("/dev/zero", str(path))
-    else:
-        path.write_bytes(data + b"x" * HUGE_LINE_BYTES)
-
-
-def _restore(path: Path, data: bytes) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(str(path))
-    else:
-        path.unlink()
-    path.write_bytes(data)
 
 
 def _alarm(signum, frame):
@@ -89,8 +61,7 @@ def test_every_reader_ends_with_a_clear_message(session, data):
     rel = data.draw(st.sampled_from(files), label="file")
     kind = data.draw(st.sampled_from(KINDS), label="kind")
     path = root / SID / rel
-    original = path.read_bytes()
-    _damage(path, kind)
+    original = damage(path, kind)
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(BOUND_S)
     started = time.monotonic()
@@ -103,7 +74,7 @@ def test_every_reader_ends_with_a_clear_message(session, data):
         for job in store.jobs(SID):
             status = job_status(job)
             assert status.state and (status.state == "ok" or status.reason), (rel, kind, status)
-        if rel.startswith("jobs/") and rel.endswith("/exit.json") and kind != "huge-line":
+        if exit_json_damaged(rel, kind):
             jid = rel.split("/")[1]
             assert jobs[jid]["status"] == "damaged" and "exit.json" in jobs[jid]["reason"], jobs[jid]
         if rel.endswith("/events.jsonl") and kind in ("fifo", "directory", "symlink-to-dev-zero"):
@@ -117,7 +88,7 @@ def test_every_reader_ends_with_a_clear_message(session, data):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-        _restore(path, original)
+        restore(path, original)
     took = time.monotonic() - started
     if took > SLOWEST["s"]:
         SLOWEST.update(s=took, case="%s %s" % (kind, rel))
