@@ -3,7 +3,7 @@
 The sibling of test_hostile_session for the app: each example damages one file of a fresh copy of
 the recorded session, opens the workbench on it (as `attach SID` does) and switches to the Session
 screen; the app must stay up and draw every job with a status, a damaged exit.json as `damaged: …`,
-within a bound. An app start costs about a second, so fewer examples (HOSTILE_TUI_EXAMPLES, default 30).
+within a bound. An app start costs about a second, so fewer examples (HOSTILE_TUI_EXAMPLES, default 20).
 Also: an imported record that carries a cut exit.json opens and shows that job as damaged.
 """
 
@@ -33,7 +33,7 @@ from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 
 BOUND_S = 60  # a hang guard, not a timing assertion
-EXAMPLES = int(os.environ.get("HOSTILE_TUI_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("HOSTILE_TUI_EXAMPLES", "20"))
 SLOWEST = {"s": 0.0, "case": None}
 _n = itertools.count()
 

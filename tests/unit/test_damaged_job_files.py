@@ -93,3 +93,16 @@ def test_sessions_lists_a_session_with_a_damaged_job(tmp_path, capsys):
     assert main(["--sessions", str(tmp_path), "sessions", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["jobs"][0]["status"] == "damaged" and row["jobs"][0]["reason"].startswith("exit.json: not valid JSON")
+
+
+@pytest.mark.parametrize("content", [b"", b'{"jid": "dri', b"[1, 2]"])
+def test_the_apps_tracker_lists_a_job_whose_job_json_is_damaged(tmp_path, content):
+    """The TUI follows the same jobs `sessions` lists: a damaged job.json does not hide its job."""
+    from workbench.fold.tracker import JobTracker
+
+    store = SessionStore(tmp_path)
+    job = _finished_job(store)
+    (job / "job.json").write_bytes(content)
+    found = JobTracker(store, store.sessions()[0]).discover()
+    assert [j.jid for j in found.new_jobs] == [job.name] and found.new_jobs[0].kind == "drill"
+    assert found.new_jobs[0].status.state == "ok", found.new_jobs[0].status

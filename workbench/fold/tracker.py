@@ -90,7 +90,9 @@ class JobTracker:
             try:
                 spec = read_json(path / "job.json")
             except (OSError, ValueError):
-                continue
+                spec = None
+            if not isinstance(spec, dict):  # damaged: still listed (as `sessions` lists it), with what its files say
+                spec = {}
             job = TrackedJob(path, spec, EventReader(str(path / "events.jsonl")), JobStatus("running", "", None))
             record = self.model.record_for(job)
             record.status = job.status
