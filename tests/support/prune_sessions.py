@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from workbench.session import order
 from workbench.session.store import SessionStore
 from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json
@@ -15,7 +14,7 @@ DAY_S = 86400.0
 def aged_session(store: SessionStore, age_days: float, with_job: bool = True) -> str:
     """A finished session whose last activity was `age_days` ago, as if made then with the clock right.
 
-    Its dates, its monotonic stamps and its place in the root's creation order all agree.
+    Its dates, its monotonic stamps and its number in the root's creation order all agree.
     """
     sid = store.create()
     then = time.time() - age_days * DAY_S
@@ -38,8 +37,8 @@ def aged_session(store: SessionStore, age_days: float, with_job: bool = True) ->
             },
         )
         (job / "events.jsonl").write_text("")
-    made = order.ranks(store.root)
-    made = [s for s in made if (store.root / s / "session.json").is_file()]
-    by_date = sorted(made, key=lambda s: read_json(store.root / s / "session.json")["created"])
-    (store.root / order.ORDER_FILE).write_text("".join(s + "\n" for s in by_date))
+    native = [s for s in store.sessions() if store.made_here(s)]  # numbered again by date: made in that order
+    for n, other in enumerate(sorted(native, key=lambda s: read_json(store.root / s / "session.json")["created"])):
+        path = store.root / other / "session.json"
+        write_json(path, dict(read_json(path), seq=n + 1))
     return sid

@@ -27,10 +27,14 @@ def test_a_session_made_while_the_clock_was_behind_is_still_the_newest(tmp_path)
 def test_a_job_made_while_the_clock_was_behind_is_still_the_newest(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create()
-    first, second = store.new_job_dir(sid, "drill"), store.new_job_dir(sid, "env")
-    write_json(first / "job.json", {"jid": first.name, "created": time.time()})
-    write_json(second / "job.json", {"jid": second.name, "created": time.time() - YEAR_S})
+    first = store.new_job_dir(sid, "drill")
+    write_json(first / "job.json", {"jid": first.name, "seq": store.next_job_seq(sid), "created": time.time()})
+    second = store.new_job_dir(sid, "env")  # numbered as the runner numbers it, then dated by a clock a year behind
+    write_json(
+        second / "job.json", {"jid": second.name, "seq": store.next_job_seq(sid), "created": time.time() - YEAR_S}
+    )
     assert store.jobs(sid) == [first, second]
+    assert [read_json(j / "job.json")["seq"] for j in (first, second)] == [1, 2]
 
 
 def test_watch_and_export_without_an_id_take_the_session_made_last(tmp_path):
@@ -45,14 +49,16 @@ def test_watch_and_export_without_an_id_take_the_session_made_last(tmp_path):
     assert proc.returncode == 2 and "session %s has no jobs" % behind in proc.stderr, proc.stderr
 
 
-def test_sessions_not_in_the_creation_log_come_first_by_date(tmp_path):
+def test_sessions_this_root_did_not_number_come_first_by_date(tmp_path):
     store = SessionStore(tmp_path)
-    made = store.create()
-    (tmp_path / ".order").unlink()  # as a root of an older workbench
-    later = store.create()
-    info = read_json(tmp_path / made / "session.json")
-    write_json(tmp_path / made / "session.json", dict(info, created=time.time() + DAY_S))
-    assert store.sessions() == [made, later]
+    old, later = store.create(), store.create()
+    info = read_json(tmp_path / old / "session.json")
+    del info["seq"]  # as an older workbench made it
+    write_json(tmp_path / old / "session.json", dict(info, created=time.time() + DAY_S))
+    imported = store.create()
+    (tmp_path / imported / "imported.json").write_text("{}")  # an import keeps the other root's numbers: not ours
+    assert store.sessions() == [imported, old, later]  # the two not numbered here by their dates
+    assert store.named_or_newest(None) == later
 
 
 def test_prune_keeps_a_session_made_a_minute_ago_with_the_clock_a_year_behind(tmp_path):

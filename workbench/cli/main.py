@@ -24,7 +24,6 @@ from workbench.events.protocol import EventReader, decode_line
 from workbench.events.text import damage, format_event
 from workbench.run.runner import JOB_KINDS, JobRunner, RunnerError
 from workbench.session.imported import imported_label, imported_summary
-from workbench.session.order import ORDER_FILE
 from workbench.session.refs import BadReference
 from workbench.session.store import CannotWrite, SessionStore, job_status, sessions_root
 
@@ -232,9 +231,7 @@ def _remove_if_empty(store: SessionStore, sid: str) -> None:
     session_dir = store.session_dir(sid)
     jobs = session_dir / "jobs"
     try:
-        if jobs.is_dir() and all(p.name == ORDER_FILE for p in jobs.iterdir()):
-            if (jobs / ORDER_FILE).exists():
-                (jobs / ORDER_FILE).unlink()
+        if jobs.is_dir() and not any(jobs.iterdir()):
             jobs.rmdir()
             (session_dir / "session.json").unlink()
             session_dir.rmdir()

@@ -249,6 +249,7 @@ class JobRunner:
             "jid": job_dir.name,
             "kind": kind,
             "session": sid,
+            "seq": self.store.next_job_seq(sid),  # start order within the session, whatever the clock says
             "created": time.time(),
             "created_monotonic": monotonic.stamp(),  # how long it runs, whatever the wall clock does
             "command": command or [],

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Dict, List, Optional
 
-from workbench.session import order
 from workbench.session.store import SessionStore, job_status
 from workbench.system import monotonic
 from workbench.system.atomic import read_json
@@ -73,11 +72,11 @@ def clock_doubts(store: SessionStore, keep_days: float, now: Optional[float] = N
     """{sid: why} for the sessions whose dates this machine's clock cannot be trusted on: kept, and said so.
 
     Two signals besides the dates: the monotonic clock (stamps of this boot give a true age), and the
-    order this root made its sessions in (a session made after another but dated before it was made
+    order this root made its sessions in (`seq`: a session made after another but dated before it was made
     while the clock was behind). A date after the clock is a doubt too.
     """
     now = time.time() if now is None else now
-    made = order.ranks(store.root)
+    made = {sid for sid in store.sessions() if store.made_here(sid)}
     doubts: Dict[str, str] = {}
     latest_made_before: Optional[float] = None
     for sid in store.sessions():  # oldest first, by creation order where it is known

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from workbench import __version__
 from workbench.events.files import last_finished
-from workbench.session import order
+from workbench.session.imported import IMPORT_MARK
 from workbench.session.refs import SID_PATTERN, BadReference, check_jid, check_sid
 from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json
@@ -203,12 +203,15 @@ def _survivors(pids: Dict[str, Any]) -> List[str]:
     return [describe(pid) for pid in sorted(members)]
 
 
-def _job_created(job_dir: Path) -> float:
-    """job.json's created time; 0 for a damaged one (listed first; its status says what is wrong)."""
+def _job_order_key(job_dir: Path) -> tuple:
+    """(1, seq, created, name) for a job numbered when it started, else (0, 0, created, name) (a damaged one first)."""
     try:
-        return _seconds(_read_dict(job_dir / "job.json").get("created")) or 0.0
+        spec = _read_dict(job_dir / "job.json")
     except Damaged:
-        return 0.0
+        spec = {}
+    created = _seconds(spec.get("created")) or 0.0
+    seq = spec.get("seq")
+    return (1, seq, created, job_dir.name) if type(seq) is int else (0, 0, created, job_dir.name)
 
 
 def _seconds(value: Any) -> Optional[float]:
@@ -240,6 +243,7 @@ class SessionStore:
         except OSError as exc:
             raise CannotWrite("cannot create the sessions root %s: %s" % (self.root, _os_why(exc)))
         now = self.clock()
+        seq = 1 + max([k[1] for k in map(self._order_key, self._listed()) if k[0] == 1], default=0)
         while True:  # the random suffix tells apart sessions made in one second; mkdir settles a clash
             sid = new_sid(now)
             try:
@@ -255,6 +259,7 @@ class SessionStore:
                 self.root / sid / "session.json",
                 {
                     "id": sid,
+                    "seq": seq,  # the order this root made its sessions in, whatever the clock said
                     "created": now,
                     "created_monotonic": monotonic.stamp(),
                     "host": socket.gethostname(),
@@ -263,7 +268,6 @@ class SessionStore:
                     "argv": argv or [],
                 },
             )
-            order.append(self.root, sid)
         except OSError as exc:
             shutil.rmtree(str(self.root / sid), ignore_errors=True)
             raise CannotWrite(
@@ -279,23 +283,31 @@ class SessionStore:
         return path
 
     def sessions(self) -> List[str]:
-        """Session ids, oldest first: in the order this root made them (its creation log, whatever the clock said),
-        after those it has no record of making (imported, older workbench), which go by their created date."""
+        """Session ids, oldest first: in the order this root made them (session.json's `seq`, whatever the clock
+        said), after those it did not make (imported, older workbench), which go by their created date."""
+        return sorted(self._listed(), key=self._order_key)
+
+    def _listed(self) -> List[str]:
         if not self.root.exists():
             return []
-        found = [p.name for p in self.root.iterdir() if SID_PATTERN.fullmatch(p.name) and (p / "session.json").exists()]
-        made = order.ranks(self.root)
-        return sorted(
-            found, key=lambda sid: (1, made[sid], 0.0, "") if sid in made else (0, 0, self._created(sid), sid)
-        )
+        return [p.name for p in self.root.iterdir() if SID_PATTERN.fullmatch(p.name) and (p / "session.json").exists()]
 
-    def _created(self, sid: str) -> float:
-        """session.json's created time; 0 for an unreadable one (sorted first, by id)."""
+    def _order_key(self, sid: str) -> tuple:
+        """(1, seq, created, sid) for a session made here, (0, 0, created, sid) for any other (a damaged one first)."""
         try:
-            created = read_json(self.session_dir(sid) / "session.json").get("created")
-        except (OSError, ValueError, AttributeError):
-            return 0.0
-        return _seconds(created) or 0.0
+            info = read_json(self.root / sid / "session.json")
+        except (OSError, ValueError):
+            info = None
+        info = info if isinstance(info, dict) else {}
+        created = _seconds(info.get("created")) or 0.0
+        seq = info.get("seq")
+        if type(seq) is not int or (self.root / sid / IMPORT_MARK).exists():
+            return (0, 0, created, sid)
+        return (1, seq, created, sid)
+
+    def made_here(self, sid: str) -> bool:
+        """True for a session this root numbered when it made it (not imported, not from an older workbench)."""
+        return self._order_key(sid)[0] == 1
 
     def named_or_newest(self, sid: Optional[str]) -> str:
         """`sid` checked against the root, else the newest session; FileNotFoundError when there is none."""
@@ -336,7 +348,6 @@ class SessionStore:
                 raise CannotWrite("cannot create a job folder in session %s (%s): %s" % (sid, jobs, _os_why(exc)))
             try:
                 (path / "artifacts").mkdir()
-                order.append(jobs, path.name)
             except OSError as exc:
                 shutil.rmtree(str(path), ignore_errors=True)
                 raise CannotWrite("cannot create a job folder in session %s (%s): %s" % (sid, jobs, _os_why(exc)))
@@ -346,10 +357,11 @@ class SessionStore:
         """Job folders of a session, in start order."""
         jobs = self.session_dir(sid) / "jobs"
         dirs = [p for p in jobs.iterdir() if os.path.lexists(str(p / "job.json"))]
-        made = order.ranks(jobs)  # the order they were made in, whatever the clock said; else by date
-        return sorted(
-            dirs, key=lambda p: (1, made[p.name], 0.0, "") if p.name in made else (0, 0, _job_created(p), p.name)
-        )
+        return sorted(dirs, key=_job_order_key)
+
+    def next_job_seq(self, sid: str) -> int:
+        """The number of the next job of a session: its start order, whatever the clock says."""
+        return 1 + max([k[1] for k in map(_job_order_key, self.jobs(sid)) if k[0] == 1], default=0)
 
     def command(self, *words: str) -> str:
         """A command line that runs as printed: `ms-workbench WORDS`, with --sessions when this root is not the default."""
