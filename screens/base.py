@@ -40,11 +40,20 @@ class WorkbenchScreen(Screen[None]):
 
     BINDINGS = NAV_BINDINGS
     view_name = ""
+    title_text = ""
     shows_candidate = False  # a line under the status bar names the frozen candidate
     redraws = 0  # counted for tests and benchmarks
 
+    def __init__(self) -> None:
+        super().__init__()
+        # The breakpoint classes the first resize would add, set before the first styling: adding them on that
+        # resize restyled the whole screen once more before its first frame.
+        width, height = self.app.size
+        for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
+            self.add_class(*self._get_breakpoint_classes(dimension, breakpoints or []))
+
     def compose(self) -> ComposeResult:
-        yield StatusBar()
+        yield StatusBar(self.app, self.title_text)
         if self.shows_candidate:
             yield CandidateLine()
         yield from self.compose_body()
@@ -83,6 +92,8 @@ class WorkbenchScreen(Screen[None]):
 
     def on_resize(self, event) -> None:
         """A redraw at the new size (panels show as many rows as fit)."""
+        if self.app.size == getattr(self, "_drawn_size", None):
+            return  # the first resize after the mount reports the size the screen was just drawn at
         self.invalidate()
         self.call_after_refresh(self.maybe_refresh)
 
@@ -105,6 +116,7 @@ class WorkbenchScreen(Screen[None]):
         if self.view.version == self._rendered:
             return
         self._rendered = self.view.version
+        self._drawn_size = self.app.size
         self.redraws += 1
         with self.app.batch_update():
             self.render_view(self.view)

@@ -207,6 +207,8 @@ class EnvironmentScreen(WorkbenchScreen):
         ]
 
     def on_resize(self, event: events.Resize) -> None:
+        if self.app.size == getattr(self, "_filled_size", None):
+            return  # the size the table was just filled at (the first resize after the mount)
         self._last_rows: Optional[Tuple[List[Tuple[str, str, str, str]], int]] = (
             None  # the detail column is cut to the terminal's width: cut it again
         )
@@ -229,6 +231,7 @@ class EnvironmentScreen(WorkbenchScreen):
         if (rows, detail_chars) == getattr(self, "_last_rows", None):
             return
         self._last_rows = (rows, detail_chars)
+        self._filled_size = self.app.size
         self._filling = True
         try:
             table.clear()

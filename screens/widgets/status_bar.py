@@ -29,16 +29,29 @@ class StatusBar(Static):
     StatusBar { height: 1; background: $primary-background; color: $text; padding: 0 1; }
     """
 
+    def __init__(self, app: Any = None, title: str = "") -> None:
+        super().__init__()
+        if app is not None:  # drawn with the screen's first frame, not a frame after its mount
+            self._text = self.line(app, title, app.size.width - 2)
+            self.update(self._text, layout=False)
+
     def on_mount(self) -> None:
         self.refresh_from(self.app)
 
     def refresh_from(self, app: Any) -> None:
         """Rebuild the line from the app's state (only when it changed)."""
+        text = self.line(app, getattr(app.screen, "title_text", ""), (self.size.width or app.size.width) - 2)
+        if text != getattr(self, "_text", None):
+            self._text = text
+            self.update(text, layout=False)  # one fixed line: no reflow of the screen
+
+    def line(self, app: Any, title: str, width: int) -> str:
+        """The line for the app's state, the screen's title and `width` cells."""
         dev = app.device
         running = len(app.tracker.running()) if app.tracker else 0
         parts = [
             ("ms-workbench", 0),
-            (getattr(app.screen, "title_text", ""), 3),
+            (title, 3),
             ("session %s%s" % (app.sid or "(new)", self._reading(app)), 4),
             (self._imported(app).strip(" ()"), 4.5),  # a read-only record says so before anything but the count
             ("device %s:%s (%s)" % (dev["resolved"], dev["id"], "auto" if dev["requested"] == "auto" else "set"), 2),
@@ -46,10 +59,7 @@ class StatusBar(Static):
         ]
         if app.low_bandwidth:
             parts.append(("low-bandwidth", 1))
-        text = fit_parts(parts, (self.size.width or app.size.width) - 2)
-        if text != getattr(self, "_text", None):
-            self._text = text
-            self.update(text, layout=False)  # one fixed line: no reflow of the screen
+        return fit_parts(parts, width)
 
     @staticmethod
     def _reading(app: Any) -> str:

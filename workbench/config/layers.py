@@ -7,10 +7,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import yaml
-
 from workbench.config import keys
-from workbench.config import safe_yaml as config_yaml
 from workbench.config.schema import (  # noqa: F401  (the schema's names, re-exported for callers)
     CPU_ISA_CAPS,
     EXPORT_FORMATS,
@@ -148,6 +145,8 @@ def parse_set(item: str) -> Dict[str, Any]:
     key, raw = item.split("=", 1)
     if not key.strip():
         raise ConfigError("--set %r: empty key" % item)
+    from workbench.config import safe_yaml as config_yaml  # YAML is loaded only when a layer is read (start-up)
+
     try:
         value = config_yaml.parse(raw) if raw.strip() else None
     except config_yaml.YamlError as exc:
@@ -163,6 +162,8 @@ def parse_set(item: str) -> Dict[str, Any]:
 
 def load_file(path: Path) -> Any:
     """Read a YAML config file, naming it in any error."""
+    from workbench.config import safe_yaml as config_yaml  # YAML is loaded only when a layer is read (start-up)
+
     try:
         return config_yaml.read(Path(path))
     except OSError as exc:
@@ -250,4 +251,6 @@ def check_value(dotted: str, value: Any, source: str) -> Any:
 
 def dump(cfg: Dict[str, Any]) -> str:
     """Serialise a config as YAML, keys in schema order."""
+    import yaml
+
     return yaml.safe_dump(cfg, sort_keys=False, default_flow_style=False)
