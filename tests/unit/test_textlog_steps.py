@@ -34,6 +34,15 @@ def test_a_batched_line_prints_the_same_steps_as_its_steps_one_by_one():
                 assert format_event(ev, verbose_steps=every) == _one_by_one(ev, every), (first, n, every)
 
 
+def test_lists_of_different_lengths_and_a_rank_print_as_one_by_one():
+    for first in (None, -51, -3, 0, 48, 50):
+        for n_loss, n_ms in ((0, 3), (3, 0), (2, 60), (60, 2), (51, 51)):
+            for every in (1, 3, 50):
+                ev = _steps(first, 0)
+                ev.update(loss=[0.25 * i for i in range(n_loss)], step_ms=[1.5] * n_ms, rank=1)
+                assert format_event(ev, verbose_steps=every) == _one_by_one(ev, every), (first, n_loss, n_ms, every)
+
+
 def test_without_verbose_steps_no_step_is_printed():
     assert format_event(_steps(0, 36)) is None
     assert format_event(_steps(100, 36), verbose_steps=50) is not None  # step 100

@@ -25,6 +25,27 @@ def _has_verbose_step(ev: Dict[str, Any], every: int) -> bool:
     return count > 0 and (first <= 0 < first + count or (first + count - 1) // every > (first - 1) // every)
 
 
+def _verbose_rows(ev: Dict[str, Any], every: int, rank: str) -> Optional[str]:
+    """The lines of a batched line's steps numbered a multiple of `every`, as expand_steps would give them."""
+    first, count = steps_span(ev)
+    losses = ev["loss"] if isinstance(ev.get("loss"), list) else []
+    times = ev["step_ms"] if isinstance(ev.get("step_ms"), list) else []
+    lines = []
+    for step in range(-(-first // every) * every, first + count, every):  # the multiples of `every` in the span
+        i = step - first
+        lines.append(
+            "%sepoch %s step %s loss %s (%s ms)"
+            % (
+                rank,
+                ev.get("epoch"),
+                step,
+                _num(losses[i] if i < len(losses) else None),
+                _num(times[i] if i < len(times) else None, "%.2f"),
+            )
+        )
+    return "\n".join(lines) or None
+
+
 def format_event(ev: Dict[str, Any], verbose_steps: int = 0, folded: bool = False) -> Optional[str]:
     """One plain line for an event, or None for events too frequent to print (most steps).
 
@@ -58,6 +79,8 @@ def format_event(ev: Dict[str, Any], verbose_steps: int = 0, folded: bool = Fals
     if kind in ("step", "steps"):
         if not verbose_steps or not _has_verbose_step(ev, verbose_steps):
             return None  # most lines: decided without expanding a batch (the UI formats every line it reads)
+        if kind == "steps":  # only the printed steps of a batch are looked up (a backlog holds a million)
+            return _verbose_rows(ev, verbose_steps, rank)
         lines = []
         for one in expand_steps(ev):
             step = one.get("step") or 0
