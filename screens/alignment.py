@@ -15,6 +15,7 @@ from screens.base import WorkbenchScreen
 from screens.form import check_fields, initial_weights
 from screens.widgets.evidence import badge
 from screens.widgets.textgrid import Cell
+from screens.widgets.words import Clipped
 from workbench.config.layers import PRECISIONS, TARGETS
 from workbench.data.fashion import CLASS_NAMES
 from workbench.views.alignment import (
@@ -112,7 +113,7 @@ def matched_table(view: AlignmentView, columns: int = 3) -> Table:
     table = Table.grid(padding=(0, 2), expand=True)
     for _ in range(columns):
         table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
-    cells: List[Text] = []
+    cells: List[Any] = []
     for check in view.matched:
         passed = check.get("status") == "observed-pass"
         detail = str(check.get("detail") or "")
@@ -123,7 +124,7 @@ def matched_table(view: AlignmentView, columns: int = 3) -> Table:
         cell = badge(str(check.get("status")))
         cell.append(" %s " % SHORT_TITLES.get(str(check.get("id")), check.get("title")), style="bold")
         cell.append(detail, style="" if passed else "red")
-        cells.append(cell)
+        cells.append(Clipped(cell))
     for i in range(0, len(cells), columns):
         row = cells[i : i + columns]
         table.add_row(*(row + [Text("")] * (columns - len(row))))
@@ -217,7 +218,7 @@ class AlignmentScreen(WorkbenchScreen):
                 yield Static("path", classes="rowlabel")
                 for name in ("target", "mode", "precision"):
                     yield Static(name, classes="collabel")
-                yield Static("tolerance (blank: per dtype)", classes="tolhead")
+                yield Static("tolerance", classes="tolhead")
             for side, label, tol in (("ref", "reference", "atol"), ("cand", "candidate", "rtol")):
                 path = align[ROLE[side]]
                 with Horizontal(classes="pathrow"):
@@ -336,6 +337,7 @@ class AlignmentScreen(WorkbenchScreen):
             self.invalidate()  # the next model change redraws the run line
             return
         self.wb_app.start_job("align", {"align": align})
+        self.set_focus(None)  # the form was sent: one-letter keys act again, a later q quits instead of typing
 
     def action_preset(self) -> None:
         """Fill the form with the next preset pair of paths."""

@@ -9,10 +9,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import Notify
 from textual.screen import Screen
 
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
+from screens.keys_help import KeysScreen
+from screens.widgets.key_bar import KeyBar
 from workbench.acceptance.about import RECIPE_JOBS_NEEDING_CONFIG
 from workbench.config.layers import ConfigError, check_effective, load_file, merge
 from workbench.fold.handoff import FoldedSession
@@ -94,6 +97,11 @@ class WorkbenchApp(App):
         "session": session_screen,
     }
     DEFAULT_MODE = "environment"
+    # A message takes a line of the key bar (the screen gives it room) instead of a toast over the content.
+    CSS = """
+    ToastRack { display: none; }
+    Select:focus > SelectCurrent { background: $accent 60%; color: $text; text-style: bold; }
+    """
     BINDINGS = [Binding("ctrl+b", "toggle_low_bandwidth", "Low bw")]  # the screens bind 1-6 and q (screens/base.py)
 
     def __init__(
@@ -388,6 +396,23 @@ class WorkbenchApp(App):
             self.notify("session %s" % sid)
 
         self.call_later(reopen)
+
+    def on_notify(self, event: Notify) -> None:
+        """A notification is said on the key bar's message line for its time; no toast covers the screen."""
+        self.call_later(self._redraw_key_bar)
+        self.set_timer(event.notification.timeout + 0.1, self._redraw_key_bar)
+
+    def _redraw_key_bar(self) -> None:
+        if not self.is_running or not self._screen_stacks.get(self._current_mode):
+            return  # the app is closing: no screen to draw on
+        for bar in self.screen.query(KeyBar):
+            bar.redraw()
+
+    def action_show_help_panel(self) -> None:
+        """Every key of the screen shown, in a panel that scrolls (Textual's own panel cannot be scrolled)."""
+        if isinstance(self.screen, KeysScreen):
+            return
+        self.push_screen(KeysScreen(getattr(self.screen, "title_text", "This"), type(self.screen).BINDINGS))
 
     def action_toggle_low_bandwidth(self) -> None:
         """Fewer colours and a 1 Hz redraw, for slow links."""

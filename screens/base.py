@@ -26,6 +26,7 @@ NAV_BINDINGS: List[BindingType] = [
     Binding("6", "app.switch_mode('session')", "Session"),
     Binding("q", "app.request_quit", "Quit"),
     Binding("escape", "leave_field", "Leave field", show=False),
+    Binding("question_mark", "app.show_help_panel", "Keys", show=False),
 ]
 NARROW_COLUMNS = 110  # below this the footer is compact and the screens stack their panels
 

@@ -42,6 +42,8 @@ FRAMEWORK_JOBS = (
     ("precision", "Run the precision check", "framework layer: the same training in each precision, compared"),
 )
 
+RESUMABLE = ("cancelled", "failed", "timed-out", "stalled")  # runs that stopped before their end: r resumes them
+
 Command = Tuple[str, Callable[[], object], str]
 
 
@@ -58,7 +60,9 @@ class WorkbenchCommands(Provider):
         out: List[Command] = []
         if start and start_words:
             out.append((start_words, partial(screen.run_action, start), "what the screen's start key does"))
-        if stop and stop_words:
+        training = getattr(app, "views", {}).get("training")
+        followed = training.state if training is not None else ""
+        if stop and stop_words and (mode != "training" or followed == "running"):
             out.append((stop_words, partial(screen.run_action, stop), "what the screen's stop key does"))
         out.append(
             (
@@ -90,13 +94,14 @@ class WorkbenchCommands(Provider):
                 "the followed run against another one of this session or an imported record",
             )
         )
-        out.append(
-            (
-                "Resume the followed training run",
-                partial(app.run_on_screen, "training", "resume"),
-                "a cancelled or failed run, from the state it saved",
+        if followed in RESUMABLE:
+            out.append(
+                (
+                    "Resume the followed training run",
+                    partial(app.run_on_screen, "training", "resume"),
+                    "a cancelled or failed run, from the state it saved",
+                )
             )
-        )
         out.append(
             (
                 "Export the session record",
@@ -105,6 +110,8 @@ class WorkbenchCommands(Provider):
             )
         )
         for name, label in SCREENS:
+            if name == mode:
+                continue  # the palette offers nothing that does nothing
             out.append(
                 (
                     "Switch to %s" % label,

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 from screens.base import WorkbenchScreen
 from screens.widgets.evidence import badge
 from screens.widgets.textgrid import Cell
+from screens.widgets.words import clip_words
 from workbench.ascend.chipstatus import CHIP_COLUMNS
 from workbench.views.environment import EnvironmentView
 
@@ -173,6 +174,12 @@ class EnvironmentScreen(WorkbenchScreen):
             return line
         line.append("%s " % view.jid, style="bold")
         line.append_text(badge(view.state or "running"))
+        failed = view.counts().get("observed-fail", 0)
+        if view.state == "ok" and failed:
+            # "ok" says the job ran to its end; its checks are what it found
+            line.append(
+                " · the job ran to its end; %d check%s failed" % (failed, "" if failed == 1 else "s"), style="red"
+            )
         if view.scope == "probes":
             line.append(" (probes only; other checks from %s)" % (view.full_jid or "no full run"), style="dim")
         dev = view.device
@@ -236,7 +243,7 @@ class EnvironmentScreen(WorkbenchScreen):
         try:
             table.clear()
             for cid, status, title, detail in rows:
-                short = detail if len(detail) <= detail_chars else detail[: detail_chars - 1] + "…"
+                short = clip_words(detail, detail_chars)
                 table.add_row(badge(status), title, short, key=cid)
             ids = [r[0] for r in rows]
             if self.selected not in ids:

@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -16,10 +17,12 @@ from screens.dialogs import ConfirmScreen
 from screens.form import initial_weights
 from screens.widgets.evidence import badge
 from screens.widgets.textgrid import Cell
+from screens.widgets.words import clip_words
 from workbench.system.atomic import read_json
 from workbench.views.export import FRESH, ExportView, default_choice, export_overrides, train_choices
 
-DETAIL_CELLS = 58  # characters of a check's detail in the table; the full text shows below it
+DETAIL_CELLS = 58  # most characters of a check's detail in the table; the full text shows below it
+OTHER_CELLS = 47  # the other columns, their padding and the scroll bar: the detail takes the rest of the width
 PICKER_EVERY_S = 1.0  # how often the list of training jobs is compared with the tracker's
 
 
@@ -258,6 +261,14 @@ class ExportScreen(WorkbenchScreen):
             line.append("\n%s: %s" % (view.error.get("type"), str(view.error.get("message"))[:200]), style="red")
         return line
 
+    def _detail_cells(self) -> int:
+        """The detail column's width: what the terminal leaves, so the table never scrolls sideways."""
+        return max(16, min(DETAIL_CELLS, (self.app.size.width or 80) - OTHER_CELLS))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.is_mounted:
+            self._checks_table(self.view)
+
     def _checks_table(self, view: ExportView) -> None:
         table = self.query_one("#ex-checks", DataTable)
         rows = view.load_checks()
@@ -272,7 +283,7 @@ class ExportScreen(WorkbenchScreen):
                 batch_label(ev),
                 badge(str(ev.get("status"))),
                 diff_text(ev.get("max_abs")),
-                _clip(str(ev.get("detail") or ""), DETAIL_CELLS),
+                clip_words(str(ev.get("detail") or ""), self._detail_cells()),
             )
             if key in keys:
                 for column, cell in zip(table.ordered_columns, cells):
@@ -321,7 +332,3 @@ class ExportScreen(WorkbenchScreen):
         if ev.get("hint"):
             text.append("\nhint: " + str(ev["hint"]), style="italic")
         self.query_one("#ex-detail", Static).update(text)
-
-
-def _clip(text: str, cells: int) -> str:
-    return text if len(text) <= cells else text[: cells - 1] + "…"

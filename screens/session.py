@@ -17,12 +17,14 @@ from screens.base import WorkbenchScreen
 from screens.next_steps import Step, steps_of
 from screens.widgets.acceptance_table import AcceptanceTable
 from screens.widgets.textgrid import Cell
+from screens.widgets.words import clip_words
 from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
 from workbench.views.session import SessionView
 
 STDERR_TAIL_BYTES = 4096
+SHORT_BELOW = 32  # terminal rows under which the logs give their place to the jobs table until `l`
 STATUS_CELLS = 30  # a long `failed: …` status is cut here in the table; the selected line shows it whole
 EXPORT_PHASES = ("reading the session", "drawing the screens", "writing the manifest and archive", "done")
 STATE_STYLE = {
@@ -65,17 +67,23 @@ class SessionScreen(WorkbenchScreen):
     shows_candidate = True
     DEFAULT_CSS = """
     SessionScreen #next { height: auto; max-height: 5; border: round $accent; padding: 0 1; }
-    SessionScreen #jobs { height: 1fr; min-height: 5; }
-    SessionScreen #detail { height: 2fr; }
+    SessionScreen #jobs { height: 2fr; min-height: 5; }
+    SessionScreen #detail { height: 1fr; min-height: 6; }
     SessionScreen #events, SessionScreen #stderr { width: 1fr; border: round $primary; }
     SessionScreen #selected { height: 1; padding: 0 1; }
     SessionScreen #export-status { height: auto; padding: 0 1; display: none; }
     SessionScreen #export-bar { height: 1; padding: 0 1; display: none; }
+    SessionScreen.-short #detail { display: none; }
+    SessionScreen.-short.-logs #detail { display: block; height: 1fr; }
+    SessionScreen.-short.-logs #jobs { height: 6; min-height: 6; }
     """
+    # On a short terminal the jobs table takes the height and the two logs open on `l`, in its place.
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
     BINDINGS = [
         Binding("enter", "open_job", "Open", show=False),
         Binding("x", "cancel_job", "Stop job"),
         Binding("e", "export_session", "Export"),
+        Binding("l", "toggle_logs", "Logs"),
     ]
 
     def __init__(self) -> None:
@@ -102,6 +110,10 @@ class SessionScreen(WorkbenchScreen):
             yield Log(max_lines=400, id="events")
             yield Log(max_lines=200, id="stderr")
 
+    def action_toggle_logs(self) -> None:
+        """Show or hide the selected job's events and stderr (on a tall terminal they are always shown)."""
+        self.toggle_class("-logs")
+
     def on_mount(self) -> None:
         self.query_one("#events", Log).border_title = "events"
         self.query_one("#stderr", Log).border_title = "stderr (tail)"
@@ -114,7 +126,7 @@ class SessionScreen(WorkbenchScreen):
             self._cells = {}
         for row in view.ordered():
             style = STATE_STYLE.get(row.state, "")
-            label = _clip(row.state + (": " + row.reason if row.reason else ""), STATUS_CELLS)
+            label = clip_words(row.state + (": " + row.reason if row.reason else ""), STATUS_CELLS)
             cells = (row.jid, Text(label, style=style), _dur(row.duration_s), row.device, str(row.events))
             before = self._cells.get(row.jid)
             if before is None:
@@ -297,10 +309,6 @@ class SessionScreen(WorkbenchScreen):
         line = self.query_one("#export-status", Static)
         line.update(Text(text, style=style))
         line.display = True
-
-
-def _clip(text: str, cells: int) -> str:
-    return text if len(text) <= cells else text[: cells - 1] + "…"
 
 
 def export_failure(error: BaseException, target: Optional[Path]) -> str:

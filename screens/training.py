@@ -326,6 +326,7 @@ class TrainingScreen(WorkbenchScreen):
         if extra:
             overrides["train"].update(extra)
         self.wb_app.start_job("train", overrides)
+        self.set_focus(None)  # the form was sent: one-letter keys act again, a later q quits instead of typing
 
     def action_profile(self) -> None:
         """Start a run that profiles 20 steady steps after warm-up."""

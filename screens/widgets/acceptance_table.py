@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from screens.widgets.evidence import badge
+from screens.widgets.words import Clipped
 
 MISSING_SHOWN = 2  # lines of "what to run next" (the jobs table keeps its rows at 120x36); the rest is counted
 
@@ -38,8 +39,8 @@ def acceptance_renderable(acc: Optional[Dict[str, Any]], shown: int = MISSING_SH
         table.add_row(
             str(layer.get("layer")),
             badge(str(layer.get("verdict"))),
-            ",".join(layer.get("observed_on") or []) or "-",
-            _deciding(layer),
+            Clipped(",".join(layer.get("observed_on") or []) or "-"),
+            Clipped(_deciding(layer)),
         )
     asked = "asked %s" % target.get("requested") if target.get("requested") else "no job has resolved a device yet"
     title = Text.assemble(

@@ -6,10 +6,12 @@ A binding shows the key that works now: `s` with no field focused, `^s` while a 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Tuple
+from typing import Any, Iterable, List, Optional, Tuple
 
 from rich.text import Text
 from textual.widgets import Static
+
+from screens.widgets.words import clip_words
 
 NAV = [("1", "Env"), ("2", "Data"), ("3", "Train"), ("4", "Align"), ("5", "Export"), ("6", "Session"), ("q", "Quit")]
 PALETTE = ("^p", "Palette")
@@ -70,11 +72,26 @@ def key_lines(own: List[Tuple[str, str]], width: int) -> List[Text]:
     return lines
 
 
+SEVERITY_STYLE = {"error": "bold white on red", "warning": "bold black on yellow", "information": "bold"}
+
+
+def message_line(notifications: Iterable[Any], width: int) -> Optional[Text]:
+    """The newest notification not yet expired, on one line cut at a word; None when there is none."""
+    live = [n for n in notifications if not n.has_expired]
+    if not live:
+        return None
+    note = live[-1]
+    plain = " ".join(("%s: %s" % (note.title, note.message) if note.title else str(note.message)).split())
+    line = Text(clip_words(plain, width), style=SEVERITY_STYLE.get(note.severity, "bold"), no_wrap=True)
+    line.overflow = "crop"
+    return line
+
+
 class KeyBar(Static):
     """The keys of the screen it is on: 1-6 and q, then the screen's own keys, never cut mid-word."""
 
     DEFAULT_CSS = """
-    KeyBar { dock: bottom; height: auto; max-height: 2; background: $panel; color: $text; }
+    KeyBar { dock: bottom; height: auto; max-height: 3; background: $panel; color: $text; }
     """
 
     def on_mount(self) -> None:
@@ -91,10 +108,15 @@ class KeyBar(Static):
     def on_resize(self, event) -> None:
         self.redraw()
 
+    def on_screen_resume(self) -> None:
+        self.redraw()
+
     def lines(self) -> List[Text]:
-        """The lines for the bar's width and the keys active now."""
+        """The lines for the bar's width and the keys active now, under the newest message still shown."""
         width = self.size.width or self.app.size.width
-        return key_lines(screen_keys(type(self.screen).BINDINGS, self.screen.active_bindings), width)
+        keys = key_lines(screen_keys(type(self.screen).BINDINGS, self.screen.active_bindings), width)
+        note = message_line(getattr(self.app, "_notifications", ()), width)
+        return ([note] if note is not None else []) + keys
 
     def redraw(self) -> None:
         """Lay the bar out again (only when its text changed: an update reflows the screen)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from rich.console import Console
@@ -184,3 +185,27 @@ async def test_chip_table_shows_each_die_and_the_mcu_of_a_two_die_card(tmp_path,
         assert [r[0] for r in rows] == ["NPU 0 chip 0", "NPU 0 chip 1", "NPU 0 MCU"]
         assert rows == [[r[key] for key, _ in chipstatus.CHIP_COLUMNS] for r in chipstatus.chip_status_rows([card])]
         assert "Chips" in _text(app, "#env-chips-title")
+
+
+def _env_events_with_failures(failed: int) -> list:
+    """The recorded CPU run, its first `failed` checks turned observed-fail (the job still ends ok)."""
+    events = [json.loads(line) for line in (FIXTURES / "env_cpu_pass.jsonl").read_text().splitlines() if line]
+    checks = [ev for ev in events if ev["type"] == "check"]
+    for ev in checks[:failed]:
+        ev["status"] = "observed-fail"
+    return events
+
+
+@pytest.mark.parametrize("failed", [0, 1, 2])
+async def test_an_ok_env_job_with_failed_checks_says_how_many_failed(tmp_path, monkeypatch, failed):
+    monkeypatch.setattr("workbench.session.store.new_sid", lambda now=None: SID)
+    sid = make_recorded_session(tmp_path, [("env-001", "env", _env_events_with_failures(failed), OK_EXIT)])
+    app = WorkbenchApp(SessionStore(tmp_path), sid, defaults())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _show(pilot)
+        runline = " ".join(_text(app, "#env-runline").split())
+        assert runline.startswith("env-001 ok")
+        if failed:
+            assert "the job ran to its end; %d check%s failed" % (failed, "s" * (failed > 1)) in runline, runline
+        else:
+            assert "failed" not in runline, runline

@@ -33,8 +33,16 @@ TINY = [
     "train.train_limit=128",
     "train.val_limit=64",
     "train.warmup_steps=2",
-    "device.target=CPU",
-]
+]  # the device is left to `auto` (CPU here), so the form can be seen keeping what was asked
+NAV_KEYS = ("1 Env", "2 Data", "3 Train", "4 Align", "5 Export", "6 Session", "q Quit")
+OWN_KEYS = {  # each screen's own keys, as its key bar names them
+    "1": ("r Re-run checks", "p Probes only"),
+    "2": ("r Re-run", "s New seed"),
+    "3": ("s Start", "x Stop", "t Test", "f Freeze", "r Resume", "p Profile", "v Pane", "c Compare"),
+    "4": ("r Run", "p Preset paths", "f First failure"),
+    "5": ("r Run export", "c Copy hashes"),
+    "6": ("x Stop job", "e Export", "l Logs"),
+}
 
 
 class Terminal:
@@ -113,14 +121,14 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
     # the screen, then model, mode, precision, device (the form's first row): the epochs field
     terminal.keys("Tab", "Tab", "Tab", "Tab", "Tab")
     see(r"\^s Start", what="ctrl+s in the footer while a field is focused")
-    terminal.type("200")  # a focused field selects its text: typing replaces it
-    see(r"(?m)(^| )200 ", what="the typed epochs")
+    terminal.type("2000")  # a focused field selects its text: typing replaces it; long enough to outlast the test
+    see(r"(?m)(^| )2000 ", what="the typed epochs")
     terminal.keys("Escape")
     see(r"(?m)(^|[ │])s Start x Stop", what="the one-letter keys back in the key bar after Escape")
     terminal.keys("s")
     see(r"train-001 .*(RUNNING|running)", what="the run line of the started training")
     (job_dir,) = sorted(sessions.glob("*/jobs/train-001"))
-    assert read_json(job_dir / "config.json")["train"]["epochs"] == 200  # the typed value, not the default 5
+    assert read_json(job_dir / "config.json")["train"]["epochs"] == 2000  # the typed value, not the default 5
     see(r"best: epoch \d+", 120, what="an ended epoch")
     sid = job_dir.parent.parent.name
     try:
@@ -133,10 +141,29 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         terminal.open("second", "80x24", "--sessions %s attach %s" % (shlex.quote(str(sessions)), sid))
         see(r"(?m)(^|│) ?Training │", what="attach to land on the Training screen")
         see(r"form = the settings of train-001", what="the form filled from the run")
-        assert re.search(r"epochs.*\n(.* )?200 ", terminal.last), terminal.last
-        footer = "\n".join(terminal.last.rstrip("\n").splitlines()[-2:])  # two lines at 80 columns
-        for key in ("1 Env", "2 Data", "3 Train", "4 Align", "5 Export", "6 Session", "q Quit", "s Start", "x Stop"):
-            assert key in footer, "%r not in the 80-column footer %r" % (key, footer)
+        assert re.search(r"epochs.*\n(.* )?2000 ", terminal.last), terminal.last
+        assert re.search(r"device.*\n.*auto +▼", terminal.last), "the form lost `auto`:\n" + terminal.last
+        assert re.search(r"device.*\n.*Start \^s", terminal.last, re.S), "no Start button at 80 columns"
+        see(r"on CPU \(asked auto\)", what="the run line: what auto resolved to, beside what was asked")
+        for screen in "124563":  # every screen's key bar at 80 columns: 1–6, q and its own keys whole
+            terminal.keys(screen)
+            own = OWN_KEYS[screen]
+            see(re.escape(own[-1]), what="the key bar of screen %s" % screen)
+            footer = "\n".join(terminal.last.rstrip("\n").splitlines()[-3:])  # a message may take a line
+            for key in NAV_KEYS + own:
+                assert re.search(r"(^|\s)%s(\s|$)" % re.escape(key), footer), "%r cut in %r" % (key, footer)
+            if screen == "6":
+                see(r"next: Enter runs the highlighted step", what="the Session screen's runnable next steps")
+        terminal.keys("C-p")
+        terminal.type("check")
+        for check in ("overfit", "resume", "precision"):
+            see(r"Run the %s check" % check, what="the palette to offer the %s check" % check)
+        terminal.keys("Escape")
+        terminal.keys("C-p")
+        terminal.type("compare")
+        see(r"Compare two training runs", what="the palette to offer compare")
+        terminal.keys("Escape")
+        see(r"form = the settings of train-001", what="back on the Training screen")
         # the screen paints before the run's events are read ("reading events N %"), then catches up
         see(r"best: epoch \d+", what="the run's epochs once its events are read")
         see(r"session \d{8}-\d{6}-\w{4} │", what="the status bar without 'reading events' once caught up")
@@ -149,6 +176,7 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         terminal.keys("s")  # the device is held by train-001: refused in place, no job made
         see(r"not started: device CPU:0 is held by job", what="the refusal on the Training screen")
         assert sorted(p.name for p in job_dir.parent.iterdir()) == ["train-001"]
+        assert re.search(r"train-001 .*(RUNNING|running)", terminal.last), "train-001 no longer followed"
         terminal.keys("x")
         see(r"Stop train-001", what="the question before stopping")
         assert job_status(job_dir).state == "running"
