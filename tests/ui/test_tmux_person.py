@@ -158,11 +158,12 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         terminal.type("check")
         for check in ("overfit", "resume", "precision"):
             see(r"Run the %s check" % check, what="the palette to offer the %s check" % check)
-        terminal.keys("Escape")
+        terminal.keys("Escape", "Escape")  # the first may only close the palette's list
+        see(r"form = the settings of train-001", what="the palette to close")
         terminal.keys("C-p")
         terminal.type("compare")
         see(r"Compare two training runs", what="the palette to offer compare")
-        terminal.keys("Escape")
+        terminal.keys("Escape", "Escape")
         see(r"form = the settings of train-001", what="back on the Training screen")
         # the screen paints before the run's events are read ("reading events N %"), then catches up
         see(r"best: epoch \d+", what="the run's epochs once its events are read")
