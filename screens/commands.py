@@ -60,8 +60,7 @@ class WorkbenchCommands(Provider):
         out: List[Command] = []
         if start and start_words:
             out.append((start_words, partial(screen.run_action, start), "what the screen's start key does"))
-        training = getattr(app, "views", {}).get("training")
-        followed = training.state if training is not None else ""
+        followed = app.views["training"].state
         if stop and stop_words and (mode != "training" or followed == "running"):
             out.append((stop_words, partial(screen.run_action, stop), "what the screen's stop key does"))
         out.append(

@@ -22,7 +22,7 @@ def cut_at(plain: str, cells: int) -> Optional[str]:
     for keep in range(min(cells - 1, len(plain) - 1), 0, -1):
         if not (plain[keep - 1] in BREAK_AFTER or plain[keep].isspace()):
             continue
-        head = plain[:keep].rstrip()
+        head = plain[:keep].rstrip(" \t([{")  # an opening bracket with nothing after it says nothing
         if not head:
             break
         # A whole word then the mark would read as a word cut in two: a space keeps them apart.

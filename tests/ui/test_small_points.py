@@ -3,7 +3,7 @@ focus leaves the form after ctrl+s, a focused Select stands out, and the palette
 
 from __future__ import annotations
 
-from textual.widgets import Select
+from textual.widgets import Input, Select
 
 from screens.app import WorkbenchApp
 from screens.commands import WorkbenchCommands
@@ -54,11 +54,11 @@ async def test_a_message_takes_a_line_above_the_keys_and_covers_nothing(tmp_path
 
 async def test_focus_leaves_the_form_after_ctrl_s_so_q_quits_instead_of_typing(tmp_path):
     app = _app(tmp_path, [("train-001", "train", train_events(cut_after_epoch=True), None)])
-    hold_device(app.sid, "train-001")
+    hold_device(str(app.sid), "train-001")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: app.current_mode == "training", what="landing on the running training")
         await wait_ingested(pilot, app)
-        batch = app.screen.query_one("#f-batch")
+        batch = app.screen.query_one("#f-batch", Input)
         batch.focus()
         await until(pilot, lambda: batch.has_focus)
         value = batch.value
@@ -87,7 +87,7 @@ async def test_a_focused_select_looks_different_from_the_others(tmp_path):
 
 async def test_the_palette_offers_stop_only_while_running_and_resume_only_when_stopped_early(tmp_path):
     running = _app(tmp_path / "a", [("train-001", "train", train_events(cut_after_epoch=True), None)])
-    hold_device(running.sid, "train-001")
+    hold_device(str(running.sid), "train-001")
     async with running.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: running.current_mode == "training", what="landing on the running training")
         await wait_ingested(pilot, running)

@@ -1,6 +1,8 @@
 """Cutting at a word boundary: what is kept ends on a whole word or a separator, the cut is marked, nothing fits
 that would not."""
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -19,6 +21,10 @@ def test_a_cut_falls_after_a_separator_or_a_whole_word():
     assert clip_words("max abs diff 2.38e-07 (atol 1e-05, rtol 1.3e-06)", 32) == "max abs diff 2.38e-07 (atol …"
     assert clip_words("2.10.0 from /work/main/.venv/lib/python3.11", 30) == "2.10.0 from /work/main/.venv/…"
     assert clip_words("overfit-batch no job has emitted it", 20) == "overfit-batch no …"
+
+
+def test_an_opening_bracket_is_not_left_open_at_the_cut():
+    assert clip_words("no threshold set (acceptance.min_steady_images_per_s)", 30) == "no threshold set …"
 
 
 def test_one_word_longer_than_the_line_is_cut_where_it_must_be():
@@ -52,7 +58,10 @@ def test_a_cut_never_splits_a_word_and_always_fits(plain, cells):
         return
     assert out.endswith("…")
     head = out[:-1]
-    long_word = not any(c in " ,/(" for c in plain[: cells - 1])
-    if not long_word:
-        assert not head[-1:].isalnum(), out  # a whole word is followed by a space before the mark
-        assert plain.startswith(head.rstrip())
+    if (
+        out == plain[: cells - 1] + "…" and head[-1:].isalnum()
+    ):  # cut inside a word: only when no word ends early enough to cut after it
+        assert not re.search(r"[^ ,/(][ ,/(]", plain[: cells - 2]), out
+        return
+    assert not head[-1:].isalnum(), out  # a whole word is followed by a space before the mark
+    assert plain.startswith(head.rstrip())
