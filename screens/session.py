@@ -74,6 +74,7 @@ class SessionScreen(WorkbenchScreen):
     SessionScreen #export-status { height: auto; padding: 0 1; display: none; }
     SessionScreen #export-bar { height: 1; padding: 0 1; display: none; }
     SessionScreen.-short #detail { display: none; }
+    SessionScreen.-short #next { max-height: 4; }
     SessionScreen.-short.-logs #detail { display: block; height: 1fr; }
     SessionScreen.-short.-logs #jobs { height: 6; min-height: 6; }
     """

@@ -102,14 +102,14 @@ async def test_nothing_that_matters_is_cut_on_any_screen(session, size):
 
 
 def _session_rows(app, size) -> list:
-    """The jobs table shows as many rows as fit (8 or more at 24 rows), in the order the jobs were made."""
+    """The jobs table shows as many rows as fit (7 or more at 24 rows), in the order the jobs were made."""
     table = app.screen.query_one("#jobs")
     shown = table.region.height - 1  # less the header
     order = [str(key.value) for key in table.rows]
     specs = [json.loads(p.read_text()) for p in (app.store.root / app.sid / "jobs").glob("*/job.json")]
     made = [spec["jid"] for spec in sorted(specs, key=lambda spec: spec["created"])]
     problems = []
-    if shown < min(8, len(order)):
+    if shown < min(7, len(order)):
         problems.append("session: %d job rows shown at %s" % (shown, size))
     if order != made:
         problems.append("session: jobs table out of creation order: %s" % order)
