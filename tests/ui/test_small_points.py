@@ -35,7 +35,7 @@ async def test_a_message_takes_a_line_above_the_keys_and_covers_nothing(tmp_path
         await until(pilot, lambda: app.current_mode == "training", what="the Training screen")
         bar = app.screen.query_one(KeyBar)
         keys_only = bar.region
-        app.notify(LONG, severity="warning", timeout=1.0)
+        app.notify(LONG, severity="warning", timeout=4.0)  # long enough to read under load
         await until(pilot, lambda: "not started" in _bar(app), what="the message on the key bar")
         await pilot.pause()
         text = _bar(app)
