@@ -94,6 +94,7 @@ class TrainingScreen(WorkbenchScreen):
 
     view_name = "training"
     title_text = "Training"
+    refusal: Optional[str] = None  # why the last start from this screen was refused, until the next start
     shows_candidate = True
     CSS_PATH = "training.tcss"
     DEFAULT_CLASSES = "pane-curves"  # from the start, not set in on_mount: that restyled the whole screen once more
@@ -323,6 +324,8 @@ class TrainingScreen(WorkbenchScreen):
             self.forget("error")
             return
         overrides = self.form_overrides()
+        self.refusal = None  # a refusal of this start shows again below
+        self.forget("error")
         if extra:
             overrides["train"].update(extra)
         self.wb_app.start_job("train", overrides)
@@ -376,6 +379,7 @@ class TrainingScreen(WorkbenchScreen):
 
     def show_refusal(self, text: str) -> None:
         """A start that was refused: its reason on the screen's error line (the followed run goes on)."""
+        self.refusal = text  # kept until the next start: a redraw of the error line shows it again
         error = self.query_one("#error", Static)
         error.update(Text(text, style="bold red"))
         error.display = True
@@ -545,8 +549,12 @@ class TrainingScreen(WorkbenchScreen):
     def _error(self, view: TrainingView) -> None:
         """What went wrong with the followed run (and how to resume it), or a later start that was refused."""
         text = Text()
+        if self.refusal:
+            text.append(self.refusal, style="bold red")
         late = view.refused_after()
         if late is not None:  # a start the supervisor refused after all: say why, keep following the run
+            if text:
+                text.append("\n")
             text.append("%s not started: %s — following %s" % (late.jid, late.label, view.jid), style="bold red")
         if view.error:
             message = str(view.error.get("message") or "").split("\n")[0]

@@ -65,6 +65,10 @@ async def test_focus_leaves_the_form_after_ctrl_s_so_q_quits_instead_of_typing(t
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.last_refusal is not None, what="the start to be refused")
         assert app.focused is None
+        error = app.screen.query_one("#error")
+        app.screen.invalidate()  # a redraw of the screen (leaving the field is one) keeps the reason shown
+        await until(pilot, lambda: app.screen.drawn_version == app.views["training"].version, what="a redraw")
+        assert error.display and "held by job" in str(error.render())
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, QuitScreen), what="q to ask about quitting")
         assert batch.value == value
