@@ -121,14 +121,14 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
     # the screen, then model, mode, precision, device (the form's first row): the epochs field
     terminal.keys("Tab", "Tab", "Tab", "Tab", "Tab")
     see(r"\^s Start", what="ctrl+s in the footer while a field is focused")
-    terminal.type("2000")  # a focused field selects its text: typing replaces it; long enough to outlast the test
-    see(r"(?m)(^| )2000 ", what="the typed epochs")
+    terminal.type("9999")  # a focused field selects its text: typing replaces it; long enough to outlast the test
+    see(r"(?m)(^| )9999 ", what="the typed epochs")
     terminal.keys("Escape")
     see(r"(?m)(^|[ │])s Start x Stop", what="the one-letter keys back in the key bar after Escape")
     terminal.keys("s")
     see(r"train-001 .*(RUNNING|running)", what="the run line of the started training")
     (job_dir,) = sorted(sessions.glob("*/jobs/train-001"))
-    assert read_json(job_dir / "config.json")["train"]["epochs"] == 2000  # the typed value, not the default 5
+    assert read_json(job_dir / "config.json")["train"]["epochs"] == 9999  # the typed value, not the default 5
     see(r"best: epoch \d+", 120, what="an ended epoch")
     sid = job_dir.parent.parent.name
     try:
@@ -141,7 +141,7 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         terminal.open("second", "80x24", "--sessions %s attach %s" % (shlex.quote(str(sessions)), sid))
         see(r"(?m)(^|│) ?Training │", what="attach to land on the Training screen")
         see(r"form = the settings of train-001", what="the form filled from the run")
-        assert re.search(r"epochs.*\n(.* )?2000 ", terminal.last), terminal.last
+        assert re.search(r"epochs.*\n(.* )?9999 ", terminal.last), terminal.last
         assert re.search(r"device.*\n.*auto +▼", terminal.last), "the form lost `auto`:\n" + terminal.last
         assert re.search(r"device.*\n.*Start \^s", terminal.last, re.S), "no Start button at 80 columns"
         see(r"on CPU \(asked auto\)", what="the run line: what auto resolved to, beside what was asked")
@@ -154,26 +154,15 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
                 assert re.search(r"(^|\s)%s(\s|$)" % re.escape(key), footer), "%r cut in %r" % (key, footer)
             if screen == "6":
                 see(r"next: Enter runs the highlighted step", what="the Session screen's runnable next steps")
-        terminal.keys("C-p")
-        terminal.type("check")
-        for check in ("overfit", "resume", "precision"):
-            see(r"Run the %s check" % check, what="the palette to offer the %s check" % check)
-        terminal.keys("Escape", "Escape")  # the first may only close the palette's list
-        see(r"form = the settings of train-001", what="the palette to close")
-        terminal.keys("C-p")
-        terminal.type("compare")
-        see(r"Compare two training runs", what="the palette to offer compare")
-        terminal.keys("Escape", "Escape")
-        see(r"form = the settings of train-001", what="back on the Training screen")
-        # the screen paints before the run's events are read ("reading events N %"), then catches up
-        see(r"best: epoch \d+", what="the run's epochs once its events are read")
-        see(r"session \d{8}-\d{6}-\w{4} │", what="the status bar without 'reading events' once caught up")
         terminal.keys("e")
         see(r"epoch +train loss +val acc", what="the epochs table after e")
         terminal.keys("m")
         see(r"true\\pred", what="the confusion matrix after m")
         terminal.keys("k")
         see(r"class +P +R +F1", what="the per-class table after k")
+        # the screen paints before the run's events are read ("reading events N %"), then catches up
+        see(r"best: epoch \d+", what="the run's epochs once its events are read")
+        see(r"session \d{8}-\d{6}-\w{4} │", what="the status bar without 'reading events' once caught up")
         terminal.keys("s")  # the device is held by train-001: refused in place, no job made
         see(r"not started: device CPU:0 is held by job", what="the refusal on the Training screen")
         assert sorted(p.name for p in job_dir.parent.iterdir()) == ["train-001"]
