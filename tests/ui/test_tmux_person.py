@@ -2,6 +2,7 @@
 
 Type into the epochs field, press Escape, start a training with the screen's key and see it run; quit
 leaving it running; `attach` at 80×24 lands on the Training screen with the run's settings in the form;
+the palette offers the overfit, resume and precision checks and compare, and one Escape closes it;
 there the best epoch, the confusion matrix and the per-class table are each one key away, the footer
 shows 1–6, q and the screen's keys whole; a second start is refused in place (no job), x asks before
 stopping, and r resumes the stopped run. One small real training (synthetic data, a few samples per epoch) serves every step.
@@ -154,6 +155,19 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
                 assert re.search(r"(^|\s)%s(\s|$)" % re.escape(key), footer), "%r cut in %r" % (key, footer)
             if screen == "6":
                 see(r"next: Enter runs the highlighted step", what="the Session screen's runnable next steps")
+        # The palette at 80x24: it offers the checks and compare, and one Escape closes it. The keys follow at once,
+        # as a person's do; the one-letter keys below (e, m, k, s, x, r) show the screen's keys still work after it.
+        terminal.keys("C-p")
+        terminal.type("check")
+        for check in ("overfit", "resume", "precision"):
+            see(r"Run the %s check" % check, what="the palette to offer the %s check" % check)
+        terminal.keys("Escape")
+        see(r"form = the settings of train-001", what="the palette to close")
+        terminal.keys("C-p")
+        terminal.type("compare")
+        see(r"Compare two training runs", what="the palette to offer compare")
+        terminal.keys("Escape")
+        see(r"form = the settings of train-001", what="back on the Training screen")
         terminal.keys("e")
         see(r"epoch +train loss +val acc", what="the epochs table after e")
         terminal.keys("m")
