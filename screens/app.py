@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.notifications import Notify
 from textual.screen import Screen
 
@@ -102,7 +104,10 @@ class WorkbenchApp(App):
     ToastRack { display: none; }
     Select:focus > SelectCurrent { background: $accent 60%; color: $text; text-style: bold; }
     """
-    BINDINGS = [Binding("ctrl+b", "toggle_low_bandwidth", "Low bw")]  # the screens bind 1-6 and q (screens/base.py)
+    BINDINGS = [  # the screens bind 1-6 and q (screens/base.py)
+        Binding("ctrl+b", "toggle_low_bandwidth", "Low bw"),
+        Binding("escape", "close_palette", show=False, priority=True),
+    ]
 
     def __init__(
         self,
@@ -413,6 +418,14 @@ class WorkbenchApp(App):
         if isinstance(self.screen, KeysScreen):
             return
         self.push_screen(KeysScreen(getattr(self.screen, "title_text", "This"), type(self.screen).BINDINGS))
+
+    async def action_close_palette(self) -> None:
+        """Escape on the palette closes it before the next key is read, so keys typed right after reach the screen."""
+        # The palette's own escape runs once its input has taken the key from its queue; keys that arrived meanwhile
+        # went to that closing palette and were lost (ctrl+p found it still open). Elsewhere escape goes on as before.
+        if not CommandPalette.is_open(self):
+            raise SkipAction()
+        await self.screen.run_action("escape")
 
     def action_toggle_low_bandwidth(self) -> None:
         """Fewer colours and a 1 Hz redraw, for slow links."""
