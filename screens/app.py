@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from textual.actions import SkipAction
 from textual.app import App
@@ -207,14 +208,26 @@ class WorkbenchApp(App):
             if os.environ.get(timing.ENV):  # benchmarks only: the mark waits for the frame that shows the data
                 self._caught_up_drawn()
         # A slice that hit its cap: the next one at once, but through the event loop, so keys and paints come between.
-        self.set_timer(CATCH_UP_S if self.tracker.behind() else self._poll_delay, self._poll_tick)
+        self._later(CATCH_UP_S if self.tracker.behind() else self._poll_delay, self._poll_tick)
+
+    def _later(self, delay_s: float, callback: Callable[[], Any]) -> None:
+        """Run `callback` on the app's queue after `delay_s`, as set_timer would, but never dropped.
+
+        Textual's one-shot timer skips its only tick when its task starts later than its delay (a process
+        paused a millisecond on a loaded machine): the poll chain, re-armed tick by tick, would stop for good.
+        """
+        asyncio.get_running_loop().call_later(delay_s, self._call_if_running, callback)
+
+    def _call_if_running(self, callback: Callable[[], Any]) -> None:
+        if self.is_running:
+            self.call_next(callback)
 
     def _caught_up_drawn(self) -> None:
         """Mark `caught_up` once the visible screen has drawn its model's latest version and that frame is out."""
         screen = self.screen
         view = getattr(screen, "view", None)
         if view is not None and getattr(screen, "drawn_version", -1) != view.version:
-            self.set_timer(0.02, self._caught_up_drawn)  # its next redraw tick has not come yet
+            self._later(0.02, self._caught_up_drawn)  # its next redraw tick has not come yet
             return
         read, _ = self.tracker.backlog()
         self.call_after_refresh(

@@ -3,12 +3,15 @@ one-shot record; a screen drawn before its events were read ends up drawn as one
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from collections import deque
 from pathlib import Path
 from typing import List, Optional
 
 import pytest
+import textual.timer
 
 from bench.scale_sessions import SID, build_session
 from screens.app import WorkbenchApp
@@ -154,3 +157,31 @@ async def test_a_screen_drawn_before_its_events_were_read_ends_like_one_built_af
         await settled(pilot, LOADED_S)
         await until(pilot, lambda: "reading events" not in _status(before), LOADED_S, what="the reading note to go")
         assert _screen_text(before) == expected
+
+
+class _PausedClock:
+    """Textual's timer clock as a one-shot timer sees it on a loaded machine: each look comes 50 ms after the last."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_time(self) -> float:
+        task = asyncio.current_task()
+        if task is None or not task.get_name().startswith("set_timer"):
+            return time.monotonic()  # repeating timers keep the real clock
+        self.calls += 1
+        return time.monotonic() + 0.05 * self.calls
+
+
+async def test_the_backlog_is_read_to_the_end_when_the_process_is_paused_between_slices(tmp_path, monkeypatch):
+    # Textual's one-shot timer (skip=True) drops its only tick when its task starts later than its delay;
+    # a poll chain re-armed through such timers stopped for good after a pause longer than 1 ms.
+    events = build_session(tmp_path, "train", 3000)
+    slice_bytes = 16 * 1024
+    assert events.stat().st_size > 4 * slice_bytes
+    monkeypatch.setattr(textual.timer, "_time", _PausedClock())
+    app = WorkbenchApp(SessionStore(tmp_path), SID, defaults())
+    app.tracker.slice_bytes = slice_bytes
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.tracker.caught_up, timeout_s=LOADED_S / 2, what="the backlog to be read")
+        assert app.tracker.backlog()[0] == events.stat().st_size
