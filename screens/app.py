@@ -418,7 +418,7 @@ class WorkbenchApp(App):
     def on_notify(self, event: Notify) -> None:
         """A notification is said on the key bar's message line for its time; no toast covers the screen."""
         self.call_later(self._redraw_key_bar)
-        self.set_timer(event.notification.timeout + 0.1, self._redraw_key_bar)
+        self._later(event.notification.timeout + 0.1, self._redraw_key_bar)
 
     def _redraw_key_bar(self) -> None:
         if not self.is_running or not self._screen_stacks.get(self._current_mode):
