@@ -5,7 +5,9 @@ leaving it running; `attach` at 80×24 lands on the Training screen with the run
 the palette offers the overfit, resume and precision checks and compare, and one Escape closes it;
 there the best epoch, the confusion matrix and the per-class table are each one key away, the footer
 shows 1–6, q and the screen's keys whole; a second start is refused in place (no job), x asks before
-stopping, and r resumes the stopped run. One small real training (synthetic data, a few samples per epoch) serves every step.
+stopping, t evaluates the stopped run on the test set after asking and a second t says what it costs, r resumes
+the stopped run, and Enter on the Session screen's first next step starts a training. One small real training
+(synthetic data, a few samples per epoch) serves every step.
 """
 
 from __future__ import annotations
@@ -188,6 +190,19 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         wait_for(lambda: job_status(job_dir).state == "cancelled", 60, what="x then y to stop the run")
         see(r"train-001 .*(CANCELLED|cancelled)", what="the run line to say the run was stopped")
         see(r"state saved: r resumes train-001", what="the resume hint")
+        # t evaluates on the test set: train-001 was stopped, so the first t asks; a real test job then runs.
+        terminal.keys("t")
+        see(r"did not end ok", what="the first t to say train-001 did not end ok")
+        terminal.keys("y")
+        tested = job_dir.parent / "test-001"
+        wait_for(lambda: (tested / "exit.json").exists(), 180, what="the test job to end")
+        assert job_status(tested).state == "ok", job_status(tested)
+        terminal.keys("t")  # the second asking names what a second evaluation costs
+        see(r"spent", what="the second t to say the test set is spent")
+        assert "observed-fail" in re.sub(r"[\s│]+", "", terminal.last), terminal.last  # the dialog wraps it
+        terminal.keys("n")
+        see(r"form = the settings of train-001", what="the question to close")
+        assert not (job_dir.parent / "test-002").exists()  # no second evaluation
         terminal.keys("r")
         resumed = job_dir.parent / "train-002"
         wait_for(lambda: (resumed / "config.json").exists(), 60, what="r to start the resumed run")
@@ -195,6 +210,17 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         see(r"train-002 .*(RUNNING|running)", what="the resumed run followed")
         JobRunner.cancel(resumed)
         JobRunner.wait(resumed, timeout_s=30)
+        # Session: the next-step list is the first focusable widget; Down highlights its first step, Enter runs it
+        before = {p.name for p in job_dir.parent.iterdir()}
+        terminal.keys("6")
+        see(r"next: Enter runs the highlighted step", what="the Session screen's next steps")
+        first = re.search(r"next: Enter runs.*\n│ (\(\w+\) [^│]*?) *│", terminal.last)
+        assert first and first.group(1) == "(task) s on the Training screen", terminal.last  # no test run ok yet
+        terminal.keys("Down", "Enter")
+        wait_for(lambda: {p.name for p in job_dir.parent.iterdir()} - before, 60, what="Enter to run a next step")
+        assert {p.name for p in job_dir.parent.iterdir()} - before == {"train-003"}  # s pressed on Training
+        JobRunner.cancel(job_dir.parent / "train-003")
+        JobRunner.wait(job_dir.parent / "train-003", timeout_s=60)
         terminal.keys("q")
         # The app may not have polled the resumed run's end yet: then it asks first, and Leave running quits.
         see(r"TUI-EXITED 0|Leave running", what="the TUI to quit or ask about the running job")
@@ -204,6 +230,7 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
     finally:
         JobRunner.cancel(job_dir)
         JobRunner.wait(job_dir, timeout_s=30)
-        if (job_dir.parent / "train-002").exists():
-            JobRunner.cancel(job_dir.parent / "train-002")
-            JobRunner.wait(job_dir.parent / "train-002", timeout_s=30)
+        for later in ("train-002", "train-003"):
+            if (job_dir.parent / later).exists():
+                JobRunner.cancel(job_dir.parent / later)
+                JobRunner.wait(job_dir.parent / later, timeout_s=30)
