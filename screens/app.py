@@ -15,6 +15,7 @@ from textual.command import CommandPalette
 from textual.notifications import Notify
 from textual.screen import Screen
 
+from screens.base import Workbench
 from screens.commands import workbench_commands
 from screens.dialogs import QuitScreen
 from screens.keys_help import KeysScreen
@@ -438,7 +439,11 @@ class WorkbenchApp(App):
         # went to that closing palette and were lost (ctrl+p found it still open). Elsewhere escape goes on as before.
         if not CommandPalette.is_open(self):
             raise SkipAction()
-        await self.screen.run_action("escape")
+        palette = self.screen
+        # A search the palette's input queued before this escape would start after its list is gone (NoMatches in a
+        # worker ends the app): the closing palette starts no more searches.
+        palette._gather_commands = _no_search  # type: ignore[attr-defined]
+        await palette.run_action("escape")
 
     def action_toggle_low_bandwidth(self) -> None:
         """Fewer colours and a 1 Hz redraw, for slow links."""
@@ -474,3 +479,12 @@ def _as_sets(overrides: Dict[str, Any], prefix: str = "") -> List[str]:
         else:
             out.append("--set %s%s=%s" % (prefix, key, value))
     return out
+
+
+def _no_search(*_: object) -> None:
+    """Stands for a closing palette's search (it has no list left to fill)."""
+
+
+def _is_a_workbench(app: WorkbenchApp) -> Workbench:
+    """The type checker holds the app to the protocol its screens know it by."""
+    return app

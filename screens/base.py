@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -12,8 +13,10 @@ from screens.widgets.candidate_line import CandidateLine
 from screens.widgets.key_bar import KeyBar
 from screens.widgets.status_bar import StatusBar
 
-if TYPE_CHECKING:  # the app imports the screens: only the type checker follows this edge
-    from screens.app import WorkbenchApp
+if TYPE_CHECKING:  # names for the protocol's types only: importing the base screen loads no more than it did
+    from workbench.fold.tracker import JobTracker
+    from workbench.session.candidate import Candidate
+    from workbench.session.store import SessionStore
 
 # Screen-level (not app-level) so they come first in the footer: at 80 columns the screen's own
 # keys are cut off at the right, never the way to another screen or out.
@@ -31,9 +34,41 @@ NAV_BINDINGS: List[BindingType] = [
 NARROW_COLUMNS = 110  # below this the footer is compact and the screens stack their panels
 
 
-def workbench_app(app: object) -> WorkbenchApp:
-    """The running app as the WorkbenchApp it is (Textual types a node's app as App[object])."""
-    return cast("WorkbenchApp", app)
+class Workbench(Protocol):
+    """What the screens use of the app beyond Textual's API (the app imports the screens: they know it by this)."""
+
+    store: SessionStore
+    sid: Optional[str]
+    tracker: JobTracker
+    views: Dict[str, Any]
+    cfg: Dict[str, Any]
+    low_bandwidth: bool
+
+    @property
+    def refresh_hz(self) -> float: ...
+
+    def candidate(self) -> Optional[Candidate]: ...
+
+    def recipe_label(self, kind: str) -> str: ...
+
+    def start_job(self, kind: str, overrides: Optional[Dict[str, Any]] = None) -> Optional[Path]: ...
+
+    def follow_job(self, jid: str) -> Optional[str]: ...
+
+    def cancel_job(self, jid: str) -> None: ...
+
+    def run_on_screen(self, mode: str, action: str) -> None: ...
+
+    def press_on_screen(self, mode: str, key: str) -> None: ...
+
+    def open_session(self, sid: str) -> None: ...
+
+    def action_toggle_low_bandwidth(self) -> None: ...
+
+
+def workbench_app(app: object) -> Workbench:
+    """The running app as the Workbench it is (Textual types a node's app as App[object])."""
+    return cast(Workbench, app)
 
 
 class WorkbenchScreen(Screen[None]):
@@ -65,7 +100,7 @@ class WorkbenchScreen(Screen[None]):
         return iter(())
 
     @property
-    def wb_app(self) -> WorkbenchApp:
+    def wb_app(self) -> Workbench:
         """The app with its workbench attributes (jobs, session, config) typed."""
         return workbench_app(self.app)
 

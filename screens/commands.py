@@ -53,9 +53,9 @@ class WorkbenchCommands(Provider):
     def commands(self) -> List[Command]:
         """Every command that makes sense now: (title, callback, help)."""
         app = workbench_app(self.app)
-        mode = app.current_mode
+        mode = self.app.current_mode
         start, stop = SCREEN_JOB.get(mode, (None, None))
-        screen = app.screen_stack[0]  # the mode's screen, under the palette
+        screen = self.app.screen_stack[0]  # the mode's screen, under the palette
         start_words, stop_words = SCREEN_WORDS.get(mode, (None, None))
         out: List[Command] = []
         if start and start_words:
@@ -114,7 +114,7 @@ class WorkbenchCommands(Provider):
             out.append(
                 (
                     "Switch to %s" % label,
-                    partial(app.switch_mode, name),
+                    partial(self.app.switch_mode, name),
                     "screen %d" % ([n for n, _ in SCREENS].index(name) + 1),
                 )
             )

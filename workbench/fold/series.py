@@ -33,11 +33,7 @@ class WholeRunHistory:
         self._sum += value
         self._n += 1
         if self._n == self.per_point:
-            self.points.append(self._sum / self._n)
-            self._sum, self._n = 0.0, 0
-            if len(self.points) >= self.max_points:
-                self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
-                self.per_point *= 2
+            self._close_point()
 
     def extend(self, values: List[float]) -> None:
         """Add steps' values in turn (append for each; each point's sum taken in C, in the same order)."""
@@ -48,11 +44,15 @@ class WholeRunHistory:
             self._sum = reduce(add, chunk, self._sum)
             self._n += len(chunk)
             if self._n == self.per_point:
-                self.points.append(self._sum / self._n)
-                self._sum, self._n = 0.0, 0
-                if len(self.points) >= self.max_points:
-                    self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
-                    self.per_point *= 2
+                self._close_point()
+
+    def _close_point(self) -> None:
+        """The pending steps become a point; at max_points, neighbours are averaged and each covers twice the steps."""
+        self.points.append(self._sum / self._n)
+        self._sum, self._n = 0.0, 0
+        if len(self.points) >= self.max_points:
+            self.points = [(a + b) / 2.0 for a, b in zip(self.points[::2], self.points[1::2])]
+            self.per_point *= 2
 
     def __iter__(self):
         return iter(self.points)
