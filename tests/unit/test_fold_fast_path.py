@@ -16,6 +16,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.fold_state import record_state
 from workbench.events.files import complete_lines
 from workbench.events.protocol import step_line_ok, steps_line_ok, type_problem
 from workbench.events.steps import expand_steps
@@ -102,44 +103,6 @@ def steps_lines(draw):
         if value is not MISSING:
             ev[name] = value
     return ev
-
-
-def _state(rec: JobRecord) -> dict:
-    """Everything a record says about its lines and steps (the spool's rows too)."""
-    s, t = rec.steps, rec.step_table
-    rows = None
-    if t is not None:
-        t._flush()
-        t.spool.seek(0)
-        rows = t.spool.read()
-    return {
-        "events": rec.events,
-        "damaged": rec.damaged,
-        "damaged_count": rec.damaged_count,
-        "type_counts": dict(rec.type_counts),
-        "seq_problems": rec.seq_problems,
-        "missing": rec.missing_seq,
-        "expected": dict(rec.seq.expected),
-        "last_t": repr(rec.last_t),
-        "synthetic": rec.synthetic,
-        "steps_seen": rec.steps_seen,
-        "unknown": rec.unknown,
-        "series": (
-            repr(s.loss.points),
-            s.loss.per_point,
-            repr(list(s.step_ms)),
-            repr(s.compile_ms),
-            s.warmup_seen,
-            s.profiled_seen,
-            s.count,
-            repr(s.last),
-            repr((s.first_loss, s.last_loss, s.min_loss)),
-        ),
-        "ranks": {r: (repr(list(v.step_ms)), list(v.sizes), repr(v.last_ms)) for r, v in rec.rank_steps.items()},
-        "table": repr(t.as_dict()),
-        "table_facts": repr((t.main_count, t.first_loss, t.last_loss, t.min_loss, sorted(t.ranks), t.sizes)),
-        "rows": rows,
-    }
 
 
 def _record(max_rows: int = 5) -> JobRecord:
@@ -230,7 +193,7 @@ def test_the_one_pass_checks_accept_the_lines_jobs_write():
 @settings(max_examples=CASES["fold"], **SETTINGS)
 @given(st.lists(step_lines() | steps_lines(), max_size=30), st.integers(1, 6))
 def test_the_fast_fold_equals_the_generic_fold(events, max_rows):
-    assert _state(_fold(events, True, max_rows)) == _state(_fold(events, False, max_rows))
+    assert record_state(_fold(events, True, max_rows)) == record_state(_fold(events, False, max_rows))
 
 
 @settings(max_examples=CASES["batched"], **SETTINGS)
@@ -247,7 +210,7 @@ def test_a_batched_line_folds_as_the_step_events_it_stands_for(lines, max_rows):
         if type_problem(ev) is None and not ev.get("raw"):
             for step in expand_steps(ev):
                 single._one_step(step)
-    a, b = _state(batched), _state(single)
+    a, b = record_state(batched), record_state(single)
     for key in ("steps_seen", "series", "ranks", "table", "table_facts", "rows"):
         assert a[key] == b[key], key
 
@@ -273,7 +236,7 @@ def test_a_long_run_of_step_lines_folds_the_same_either_way():
             ev["phase"] = "steady"
         events.append(ev)
     fast, generic = _fold(events, True, 64), _fold(events, False, 64)
-    assert _state(fast) == _state(generic)
+    assert record_state(fast) == record_state(generic)
     assert fast.step_table.count == 3000 and fast.steps_seen == 3000
 
 
@@ -358,5 +321,5 @@ def test_folding_a_stream_by_blocks_equals_folding_its_lines(data, block):
     )
     assert tail_a == tail_b
     assert seen["stream"] == seen["lines"]
-    assert _state(by_blocks) == _state(by_lines)
+    assert record_state(by_blocks) == record_state(by_lines)
     assert (by_blocks.lines, by_blocks.version) == (by_lines.lines, by_lines.version)
