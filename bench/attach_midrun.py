@@ -82,7 +82,8 @@ def main() -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     rng = random.Random(seed)
     out = scratch("ms-workbench-midrun-out-", args.out)
-    print("seed %d; results to %s; load %.1f" % (seed, out, load()), flush=True)
+    load_before = load()
+    print("seed %d; results to %s; load %.1f" % (seed, out, load_before), flush=True)
     rows: List[Dict[str, Any]] = []
     seen: set = set()
     with tempfile.TemporaryDirectory(prefix="ms-workbench-midrun-") as tmp:
@@ -167,7 +168,11 @@ def main() -> int:
             len(mid),
         )
     )
-    (out / "midrun.json").write_text(json.dumps({"seed": seed, "rows": rows}, indent=1) + "\n", encoding="utf-8")
+    print("load average before %.1f, after %.1f" % (load_before, load()))
+    (out / "midrun.json").write_text(
+        json.dumps({"seed": seed, "rows": rows, "load_before": load_before, "load_after": load()}, indent=1) + "\n",
+        encoding="utf-8",
+    )
     print("written: %s" % (out / "midrun.json"))
     return 0
 

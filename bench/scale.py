@@ -294,7 +294,7 @@ def tables(results: List[Dict[str, Any]]) -> str:
     out = [
         "| mix | events | lines | MB | json.loads wall s | export wall s | export ÷ json.loads (wall) | "
         "export ÷ json.loads (CPU) | all-process peak RSS MB | --no-screenshots ÷ json.loads (wall) | "
-        "screenshots | load |",
+        "screenshots | load before / after |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
@@ -320,7 +320,8 @@ def tables(results: List[Dict[str, Any]]) -> str:
                 spread(_values(rows, "export", "all_rss_mb"), "%.0f"),
                 spread(_values(rows, "export --no-screenshots", "ratio")),
                 "/".join(shots) or "-",
-                spread([r["load_start"] for r in rows], "%.1f"),
+                "%s / %s"
+                % (spread([r["load_start"] for r in rows], "%.1f"), spread([r["load_end"] for r in rows], "%.1f")),
             )
         )
     out += [

@@ -15,6 +15,7 @@ fills the cache before the rounds (its times are printed as the cold start, not 
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -28,7 +29,7 @@ RUNS = 7
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.stats import load, ratio, shuffled, spread  # noqa: E402
+from bench.stats import load, ratio, scratch, shuffled, spread  # noqa: E402
 
 MARK = b"ms-workbench \xe2\x94\x82"  # "ms-workbench │" from the status bar
 
@@ -81,6 +82,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=RUNS)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default=None, help="also write the rounds to startup.json in this folder")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     rng = random.Random(seed)
@@ -98,7 +100,7 @@ def main() -> int:
         cold = {arm: first_paint_s(argv, env)[0] for arm, argv in shuffled(list(arms.items()), rng)}
         rows = []
         for r in range(args.rounds):
-            row = {"round": r, "load": load()}
+            row = {"round": r, "load": load()}  # before the round; load_after at its end
             for arm in shuffled(list(arms) + ["import textual.app"], rng):
                 if arm == "import textual.app":
                     row[arm] = import_baseline_s(env)
@@ -111,8 +113,12 @@ def main() -> int:
                 if arm == "ms-workbench":
                     row["mindspore"] = ms_loaded
             row["ratio"] = ratio(row["ms-workbench"], row["minimal app"])
+            row["load_after"] = load()
             rows.append(row)
-    print("seed %d, %d rounds, load %s" % (seed, len(rows), spread([r["load"] for r in rows], "%.1f")))
+    print(
+        "seed %d, %d rounds, load before %s, after %s"
+        % (seed, len(rows), spread([r["load"] for r in rows], "%.1f"), spread([r["load_after"] for r in rows], "%.1f"))
+    )
     print("| measure | median [min–max] (n) | first round | cold start (empty bytecode cache, not counted) |")
     print("|---|---|---|---|")
     for key, label in (
@@ -130,6 +136,10 @@ def main() -> int:
     mapped = any(r.get("mindspore") for r in rows)
     print("| mindspore mapped in the UI process | %s | | |" % ("YES" if mapped else "no (checked /proc/<pid>/maps)"))
     worst = max(r["ratio"] for r in rows)
+    if args.out:
+        out = scratch("ms-workbench-startup-out-", args.out)
+        doc = {"seed": seed, "cold": cold, "rounds": rows, "worst_ratio": worst}
+        (out / "startup.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(
         "goal: first paint ≤ 1.5× the minimal app's: %s (worst round %.2f×)"
         % ("met" if worst <= 1.5 else "NOT met", worst)

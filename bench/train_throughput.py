@@ -251,11 +251,12 @@ def wait_for_quiet(max_busy: float, timeout_s: float) -> float:
             return busy
 
 
-def run_child(arm: str, epochs: int, python: str = sys.executable) -> Dict[str, Any]:
+def run_child(arm: str, epochs: int, python: str = sys.executable, cwd: str = "") -> Dict[str, Any]:
     """Run one arm in a fresh interpreter; it prints its result as the last stdout line."""
     proc = subprocess.run(
         [python, str(Path(__file__).resolve()), "--arm", arm, "--epochs", str(epochs)],
-        cwd=tempfile.gettempdir(),
+        # this run's own folder: whatever MindSpore leaves in its working directory is not shared with another bench
+        cwd=cwd or tempfile.gettempdir(),
         capture_output=True,
         text=True,
         env=_env(),
@@ -426,9 +427,9 @@ def main() -> int:
                 if arm.startswith("job"):
                     result = arm_job(args.epochs, Path(tmp), "none" if arm == "job-uncapped" else "auto")
                 elif arm == "course-2.5":
-                    result = run_child("course", args.epochs, args.compat_python)
+                    result = run_child("course", args.epochs, args.compat_python, tmp)
                 else:
-                    result = run_child(arm, args.epochs)
+                    result = run_child(arm, args.epochs, cwd=tmp)
                 result["cpu_busy_before"] = busy
                 raw[arm].append(result)
                 result["load"] = os.getloadavg()[0]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import statistics
@@ -187,10 +188,15 @@ def _start_tui(name: str, tree: Path, sessions: Path, sid: str, ui_nice: int) ->
     return {"name": name, "pid": pid, "target": target, "freezer": freezer}
 
 
-def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Optional[Path]) -> Dict:
+def follow_training(
+    windows: int, window_s: float, ui_nice: int, before_tree: Optional[Path], seed: Optional[int] = None
+) -> Dict:
     """Run the windows; return every window's arm, times, UI and tmux CPU shares, and the job's images/s."""
     if not shutil.which("tmux"):
         return {"skipped": "tmux not installed"}
+    seed = seed if seed is not None else random.SystemRandom().randrange(1 << 30)
+    rng = random.Random(seed)
+    load_before = os.getloadavg()
     spans: List[Dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         sessions = Path(tmp) / "live"
@@ -208,10 +214,13 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
             finished_copy(sessions, sid, Path(tmp) / "done")
             arms.append(_start_tui("control: finished copy", ROOT, Path(tmp) / "done", sid, ui_nice))
             server = _tmux_int(arms[0]["target"], "#{pid}")
-            # frozen, arm 1, frozen, arm 2, …: every following window has frozen neighbours
-            order = [a for arm in arms for a in (None, arm)]
+            # frozen, an arm, frozen, another arm, …: every following window has frozen neighbours; each cycle
+            # takes the arms in a new random order, so no arm always follows the same one
+            order: List[Optional[Dict]] = []
+            while len(order) < windows:
+                order += [a for arm in rng.sample(arms, len(arms)) for a in (None, arm)]
             for k in range(windows):
-                arm = order[k % len(order)]
+                arm = order[k]
                 thawed_at, ui_thaw = time.time(), {a["name"]: proc_cpu_s(a["pid"]) for a in arms}
                 if arm is not None:
                     arm["freezer"].thaw()
@@ -257,6 +266,8 @@ def follow_training(windows: int, window_s: float, ui_nice: int, before_tree: Op
         "ui_nice": ui_nice,
         "arms": [a["name"] for a in arms],
         "frozen_by": arms[0]["freezer"].method if arms else "",
+        "seed": seed,
+        "load_before": load_before,
     }
 
 
@@ -327,7 +338,14 @@ def print_following(t: Dict) -> int:
         )
     frozen = [s["images_per_s"] for s in spans if s["arm"] == FROZEN and s["images_per_s"]]
     print(
-        "\nfrozen by %s; steady images/s with every TUI frozen: mean %.0f; load average at the end: %s"
-        % (t["frozen_by"], statistics.mean(frozen) if frozen else 0.0, " ".join("%.2f" % x for x in os.getloadavg()))
+        "\nfrozen by %s; arm order seed %d; steady images/s with every TUI frozen: mean %.0f; "
+        "load average before: %s, at the end: %s"
+        % (
+            t["frozen_by"],
+            t["seed"],
+            statistics.mean(frozen) if frozen else 0.0,
+            " ".join("%.2f" % x for x in t["load_before"]),
+            " ".join("%.2f" % x for x in os.getloadavg()),
+        )
     )
     return 0

@@ -139,10 +139,12 @@ def main() -> int:
     parser.add_argument("--window-s", type=float, default=2.0, help="length of each window")
     parser.add_argument("--ui-nice", type=int, default=defaults()["ui"]["nice"], help="ui.nice of the followed TUI")
     parser.add_argument("--before-tree", type=Path, help="a second source tree whose TUI follows the same job")
+    parser.add_argument("--seed", type=int, default=None, help="the tmux arms' order per cycle (random when not given)")
     args = parser.parse_args()
-    train = (args.windows, args.window_s, args.ui_nice, args.before_tree)
+    train = (args.windows, args.window_s, args.ui_nice, args.before_tree, args.seed)
     if args.train_only:
         return print_following(follow_training(*train))
+    print("load average before: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     print("| drill rate (events/s) | screen | ingested/s | UI CPU % | key p50 ms | key p95 ms |")
     print("|---|---|---|---|---|---|")
     for rate in (100, 1000, 10000):
@@ -157,6 +159,7 @@ def main() -> int:
         "\nburst: %d events ingested in %.2f s = %.0f events/s (goal >= 20 000)"
         % (b["events"], b["seconds"], b["per_s"])
     )
+    print("load average after the headless part: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     if not args.no_train:
         print_following(follow_training(*train))
     return 0
