@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 
 def spread(values: Iterable[Optional[float]], fmt: str = "%.2f") -> str:
@@ -47,3 +48,18 @@ def scratch(prefix: str, out: Optional[str]) -> Path:
         path.mkdir(parents=True, exist_ok=True)
         return path
     return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+# two-sided 95 % Student t quantiles by degrees of freedom (1..30); above 30 the normal 1.96 is close enough
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131]
+T95 += [2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def ratio_interval(ratios: Sequence[float]) -> Optional[Tuple[float, float, float]]:
+    """(geometric mean, low, high) of paired ratios: the 95 % t interval of their logarithms; None under 2 ratios."""
+    if len(ratios) < 2:
+        return None
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    half = (T95[len(logs) - 2] if len(logs) - 1 <= len(T95) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)

@@ -44,6 +44,7 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.stats import ratio_interval  # noqa: E402
 from workbench.events.steps import expand_steps  # noqa: E402
 from workbench.run.runner import LOCK_DIR_ENV  # noqa: E402
 
@@ -288,53 +289,6 @@ def summarize(raw: Dict[str, List[Dict[str, Any]]], n_images: int = 54000) -> Di
             "step_ms_median": statistics.median(r["step_ms_median"] for r in runs),
         }
     return rows
-
-
-# two-sided 95 % Student t quantiles by degrees of freedom (1..30); above 30 the normal 1.96 is close enough
-T95 = [
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-]
-
-
-def ratio_interval(ratios: List[float]) -> Any:
-    """(geometric mean, low, high) of paired ratios: the 95 % t interval of their logarithms; None under 2 ratios."""
-    import math
-
-    if len(ratios) < 2:
-        return None
-    logs = [math.log(r) for r in ratios]
-    mean = statistics.fmean(logs)
-    half = (T95[len(logs) - 2] if len(logs) - 1 <= len(T95) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def verdict(interval: Any, goal: float = GOAL_VS_BARE) -> str:
