@@ -56,6 +56,7 @@ GOAL_VS_BARE = 0.05  # job epoch time within 5 % of the bare loop's
 
 MODEL = os.environ.get("BENCH_MODEL", "mlp")
 LIMIT = int(os.environ.get("BENCH_LIMIT", "0"))
+VAL_LIMIT = 0  # the job arms' validation images (0 = all 6 000); validation is outside the timed span
 
 
 def load_split():
@@ -179,6 +180,8 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
         "train.cpu_isa_cap=%s" % isa_cap,
         "--set",
         "train.train_limit=%d" % LIMIT,
+        "--set",
+        "train.val_limit=%d" % VAL_LIMIT,
         "--set",
         "train.epochs=%d" % epochs,
         "--set",
@@ -315,7 +318,7 @@ def steady(values: List[float]) -> float:
 
 
 def main() -> int:
-    global MODEL, LIMIT
+    global MODEL, LIMIT, VAL_LIMIT
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=4, help="epochs per arm (>= 2; epoch 1 compiles)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
@@ -331,6 +334,12 @@ def main() -> int:
     parser.add_argument("--quiet-timeout", type=float, default=120.0, help="longest wait for a quiet CPU, seconds")
     parser.add_argument("--model", choices=("mlp", "cnn"), default=MODEL, help="the network of every arm")
     parser.add_argument("--limit", type=int, default=LIMIT, help="train on the first N images (0 = all 54 000)")
+    parser.add_argument(
+        "--val-limit",
+        type=int,
+        default=0,
+        help="validate the job arms on the first N images (0 = all; untimed, but the uncapped CNN's takes ~25 s)",
+    )
     parser.add_argument("--compat-python", help="a MindSpore 2.5 interpreter: adds the course recipe on it")
     parser.add_argument("--arms", help="comma-separated subset of the arms to run (default: all)")
     parser.add_argument(
@@ -341,7 +350,11 @@ def main() -> int:
     parser.add_argument("--min-rounds", type=int, default=5, help="rounds before --until-settled may stop")
     parser.add_argument("--seed", type=int, default=None, help="the arms' order per round (random when not given)")
     args = parser.parse_args()
-    MODEL, LIMIT = args.model, args.limit  # the job arm reads these here; the child arms from the environment
+    MODEL, LIMIT, VAL_LIMIT = (
+        args.model,
+        args.limit,
+        args.val_limit,
+    )  # the job arm reads these here; the child arms from the environment
     os.environ["BENCH_MODEL"], os.environ["BENCH_LIMIT"] = args.model, str(args.limit)
     if args.summarize:
         rows = summarize(json.loads(Path(args.summarize).read_text())["raw"])
@@ -409,7 +422,7 @@ def main() -> int:
     for arm in arms:
         r = rows[arm]
         print(
-            "| %s | %.2f | %.2f [%.2f–%.2f] | %.2f | %.2f | %.0f | %.2fx | %+.1f %% |"
+            "| %s | %.2f | %.2f [%.2f–%.2f] | %.2f | %.2f | %.0f | %s | %s |"
             % (
                 arm,
                 r["first_epoch_s"],
@@ -419,8 +432,11 @@ def main() -> int:
                 r["fastest_steady_epoch_s"],
                 r["step_ms_median"],
                 r["images_per_s"],
-                rows.get("course", r)["steady_epoch_s"] / r["steady_epoch_s"],
-                100.0 * (r["steady_epoch_s"] / rows.get("bare", r)["steady_epoch_s"] - 1.0),
+                # pooled medians, for the table only; "-" when that arm was not run
+                "%.2fx" % (rows["course"]["steady_epoch_s"] / r["steady_epoch_s"]) if "course" in rows else "-",
+                "%+.1f %%" % (100.0 * (r["steady_epoch_s"] / rows["bare"]["steady_epoch_s"] - 1.0))
+                if "bare" in rows
+                else "-",
             )
         )
     print()
@@ -434,16 +450,34 @@ def main() -> int:
     if {"job", "bare"} <= set(rows):
         # the verdict comes from the paired interval only; the pooled medians of the table are not a test
         print("job vs bare loop, paired by round: %s" % _interval_text(paired_ratios(raw)))
+    if {"job", "job-uncapped"} <= set(rows):
+        # the ISA cap's effect, paired by round like job/bare: uncapped epoch time over capped, and what it changes
+        # in the results (same seeds, so any difference in macro-F1 comes from the kernels oneDNN picked)
+        capped = paired_ratios(raw, "job-uncapped", "job")
+        interval = ratio_interval(capped)
+        print(
+            "job-uncapped vs job (the ISA cap), paired by round: epoch time x%s (per round %s)"
+            % (
+                "%.2f, 95 %% interval [x%.2f, x%.2f]" % interval
+                if interval
+                else "%.2f (one round: no interval)" % capped[0],
+                " ".join("x%.2f" % r for r in capped),
+            )
+        )
+        print(
+            "final val macro-F1 per round: job %s; job-uncapped %s"
+            % tuple(" ".join("%.4f" % r["val_macro_f1"][-1] for r in raw[arm]) for arm in ("job", "job-uncapped"))
+        )
     if "job" not in raw:
         return 0
     last = raw["job"][-1]
     print(
         "job steady step (last round): median %.2f ms, p95 %.2f ms, n=%d; compile %.2f s; val macro-F1 per epoch %s"
         % (
-            last["steady"]["median_ms"],
-            last["steady"]["p95_ms"],
-            last["steady"]["n"],
-            last["first_step_s"],
+            (last["steady"] or {}).get("median_ms") or float("nan"),
+            (last["steady"] or {}).get("p95_ms") or float("nan"),
+            (last["steady"] or {}).get("n") or 0,
+            last["first_step_s"] or float("nan"),
             " ".join("%.4f" % f for f in last["val_macro_f1"]),
         )
     )
