@@ -1,0 +1,35 @@
+"""Benches started at the same time on one machine leave each other's processes, terminals and folders alone."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.side_by_side import python, run_pair
+
+
+def test_two_scale_benches_and_startup_at_once_each_finish_clean(tmp_path):
+    py = python()
+    scale = [py, "bench/scale.py", "--sizes", "10000", "--mixes", "train", "--rounds", "1", "--out", "{out}"]
+    scale += ["--arms", "json.loads,export,attach,minimal app"]
+    reports = run_pair(
+        {
+            "scale-a": scale + ["--seed", "1"],
+            "scale-b": scale + ["--seed", "2"],
+            "startup": [py, "bench/startup.py", "--rounds", "1", "--seed", "1", "--out", "{out}"],
+        },
+        tmp_path,
+    )
+    for name, rep in reports.items():
+        assert rep["rc"] == 0, (name, rep["tail"])
+        assert rep["alive"] == [], (name, rep["alive"])  # nothing it started outlives it
+        assert rep["left_in_tmp"] == [], (name, rep["left_in_tmp"])  # its temporary folders are gone
+    for name in ("scale-a", "scale-b"):
+        doc = json.loads((tmp_path / name / "out" / "scale.json").read_text())
+        (res,) = doc["results"]
+        (row,) = res["rounds"]
+        # each run's attach reached its own session's end and its export wrote its screenshots
+        assert row["attach"]["timed_out"] is False, row["attach"]
+        assert row["attach"]["caught_up_events"] == res["lines"], row["attach"]
+        assert row["export"]["rc"] == 0 and row["export"]["screenshots"] > 0, row["export"]
+    startup = json.loads((tmp_path / "startup" / "out" / "startup.json").read_text())
+    assert startup["rounds"][0]["ms-workbench"] is not None
