@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -89,7 +89,9 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
 
 def cpu_info(text: str) -> Dict[str, Any]:
     """The model name, the logical CPUs and which of FLAGS the first processor of /proc/cpuinfo lists."""
-    model, flags, count = None, set(), 0
+    model: Optional[str] = None
+    flags: Set[str] = set()
+    count = 0
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()
