@@ -30,7 +30,7 @@ PY = sys.executable
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8")
 # what the summary quotes from each log: goal/verdict lines and the job-vs-bare interval
 KEY_LINE = re.compile(
-    r"^(?!round |\{)(goal|job vs|job-uncapped vs|final val|verdict|.*\bnot settled\b|.*\bwithin 5\b|burst|frozen by|.*: export ÷)",
+    r"^(?!round |[{\[])(goal|job vs|job-uncapped vs|final val|verdict|.*\bnot settled\b|.*\bwithin 5\b|burst|frozen by|.*: export ÷)",
     re.I,
 )
 
@@ -45,43 +45,47 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "2", "--rounds", "1", "--limit", "192"]
         cnn += ["--val-limit", "200"]
         cnn += ["--max-busy", "1"]
-        monitor = ["--pairs", "20", "--resamples", "200"]
+        monitor = ["--pairs", "20", "--resamples", "200", "--job-pairs", "2", "--job-epochs", "2", "--job-limit", "640"]
         ui = ["--seconds", "1", "--windows", "5", "--window-s", "1"]
         midrun = ["--at", "5,15", "--rounds", "1", "--epochs", "30"]
         startup = ["--rounds", "2"]
         data = ["--runs", "2"]
     else:
-        scale = ["--sizes", "10000,100000,1000000", "--mixes", "train,train-per-line", "--rounds", "5"]
-        mlp = ["--arms", "job,bare", "--epochs", "4", "--rounds", "12", "--until-settled", "--min-rounds", "6"]
+        scale = ["--sizes", "100000,1000000", "--mixes", "train,train-per-line", "--rounds", "5"]
+        mlp = ["--arms", "job,bare", "--epochs", "4", "--rounds", "10", "--until-settled", "--min-rounds", "6"]
         mlp += ["--max-busy", "0.5", "--quiet-timeout", "20"]
-        course = ["--arms", "course,job", "--epochs", "3", "--rounds", "3", "--max-busy", "0.5"]
+        course = ["--arms", "course,job", "--epochs", "3", "--rounds", "2", "--max-busy", "0.5"]
         course += ["--quiet-timeout", "20"]
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "3", "--rounds", "3", "--limit", "1920"]
         cnn += ["--val-limit", "1000"]
         cnn += ["--max-busy", "0.5", "--quiet-timeout", "20"]
-        monitor = []  # its defaults: 1500 block pairs with bootstrap intervals
-        ui = ["--seconds", "3", "--windows", "41", "--window-s", "2"]
+        monitor = ["--pairs", "1000", "--job-pairs", "12"]  # both arms: the bare cell and the job users run
+        ui = ["--seconds", "3", "--windows", "31", "--window-s", "2"]
         midrun = ["--at", "10,40,80", "--rounds", "3", "--epochs", "60"]
         startup = ["--rounds", "10"]
         data = ["--runs", "7"]
     scale_arms = ["--arms", "json.loads,export,export --no-screenshots,attach,minimal app"]
     scale_out = ["--write"] if update_docs else ["--out", "{out}"]
     return [
-        {"name": "scale", "argv": [b + "scale.py"] + scale + scale_arms + scale_out, "minutes": 7},
+        {"name": "scale", "argv": [b + "scale.py"] + scale + scale_arms + scale_out, "minutes": 6},
         {"name": "startup", "argv": [b + "startup.py", "--out", "{out}"] + startup, "minutes": 1},
         {"name": "data_load", "argv": [b + "data_load.py"] + data, "minutes": 0.5},
         {
             "name": "train_throughput",
             "argv": [b + "train_throughput.py", "--json", "{out}/raw.json"] + mlp,
-            "minutes": 6,
+            "minutes": 5,
         },
         {
             "name": "train_course",
             "argv": [b + "train_throughput.py", "--json", "{out}/raw.json"] + course,
-            "minutes": 2.5,
+            "minutes": 1.7,
         },
-        {"name": "monitor_overhead", "argv": [b + "monitor_overhead.py"] + monitor, "minutes": 2},
-        {"name": "ui_follow", "argv": [b + "ui_load.py"] + ui, "minutes": 4},
+        {
+            "name": "monitor_overhead",
+            "argv": [b + "monitor_overhead.py", "--json", "{out}/monitor.json"] + monitor,
+            "minutes": 5.5,
+        },
+        {"name": "ui_follow", "argv": [b + "ui_load.py"] + ui, "minutes": 3.2},
         {"name": "attach_midrun", "argv": [b + "attach_midrun.py", "--out", "{out}"] + midrun, "minutes": 2.5},
         {"name": "cnn_isa_cap", "argv": [b + "train_throughput.py", "--json", "{out}/raw.json"] + cnn, "minutes": 4.5},
     ]
