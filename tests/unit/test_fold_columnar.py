@@ -3,7 +3,10 @@ outcome of folding every step one by one, on arbitrary mixes of batched and per-
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -140,3 +143,115 @@ def test_a_history_extended_by_lists_equals_one_appended_value_by_value(chunks, 
     assert repr((whole.points, whole.per_point, whole._sum, whole._n)) == repr(
         (one.points, one.per_point, one._sum, one._n)
     )
+
+
+STYLES = {
+    "repr": repr,
+    "%.17g": lambda x: "%.17g" % x,  # more digits than needed now and then; an int's text for 1.0
+    "trailing zero": lambda x: repr(x) + "0" if "." in repr(x) and "e" not in repr(x) else repr(x),
+    "upper E": lambda x: "%.16E" % x,
+}
+
+
+def _number(x, style):
+    if x != x or x in (float("inf"), float("-inf")):
+        return json.dumps(x)  # NaN, Infinity, -Infinity as json writes them
+    return STYLES[style](x) if isinstance(x, float) else json.dumps(x)
+
+
+@st.composite
+def _decoy(draw, values):
+    """Another list under the same key: the same length and ends, one number between them changed (if any)."""
+    out = list(values)
+    if len(out) > 2:
+        out[draw(st.integers(1, len(out) - 2))] = draw(floats)
+    return out
+
+
+@st.composite
+def written_lines(draw):
+    """Each event of a run written by hand: spaced separators, numbers in other spellings than repr, a nested
+    object holding "loss" and "step_ms", a duplicate "loss" key (json keeps the last), a key spelled with escapes."""
+    lines = []
+    for ev in draw(runs()):
+        item, kv = draw(st.sampled_from([(",", ":"), (", ", ": "), (" ,\t", " :  ")]))
+        style = draw(st.sampled_from(sorted(STYLES)))
+        parts = []
+        for key, value in ev.items():
+            if isinstance(value, list) and key in ("loss", "step_ms"):
+                text = "[%s]" % item.join(_number(x, style) for x in value)
+            else:
+                text = json.dumps(value, separators=(item, kv))
+            name = json.dumps(key)
+            if key == "loss" and draw(st.integers(0, 3)) == 0:
+                name = '"\\u006coss"'
+            if key == "loss" and isinstance(value, list) and draw(st.integers(0, 5)) == 0:
+                parts.append('"loss"%s%s' % (kv, json.dumps(draw(_decoy(value)))))  # json keeps the last "loss"
+            parts.append(name + kv + text)
+        roll = draw(st.integers(0, 3))
+        if roll == 0 and ev.get("type") == "steps" and isinstance(ev["loss"], list):  # a nested object's lists
+            decoys = (json.dumps(draw(_decoy(ev[k]))) for k in ("loss", "step_ms"))
+            nested = '{"loss"%s%s%s"step_ms"%s%s}' % (kv, next(decoys), item, kv, next(decoys))
+            parts.insert(draw(st.integers(0, len(parts))), '"meta"' + kv + nested)
+        lines.append("{" + item.join(parts) + "}")
+    return lines
+
+
+def _same_rows(columnar, per_step):
+    """CSV rows equal cell for cell, the loss and step time cells as numbers, bit for bit."""
+    a, b = list(csv.reader(io.StringIO(columnar))), list(csv.reader(io.StringIO(per_step)))
+    assert len(a) == len(b)
+    for row_a, row_b in zip(a, b):
+        assert row_a[:3] + row_a[5:] == row_b[:3] + row_b[5:]
+        for cell_a, cell_b in zip(row_a[3:5], row_b[3:5]):
+            if cell_a != cell_b:
+                assert struct.pack("<d", float(cell_a)) == struct.pack("<d", float(cell_b)), (cell_a, cell_b)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(written_lines(), st.sampled_from([1, 3, 4000]), st.integers(50, 5000))
+def test_the_numbers_text_makes_the_same_rows_as_every_step_one_by_one(lines, max_rows, block):
+    """steps.csv's loss and step time cells from the line's text are the per-step path's numbers bit for bit."""
+    data = "".join(line + "\n" for line in lines).encode()
+    columnar = _record(max_rows)
+    fold_stream(columnar, iter([data[i : i + block] for i in range(0, len(data), block)]), [])
+    per_step = _record(max_rows)
+    for line in lines:
+        ev = json.loads(line)
+        if ev["type"] in ("step", "steps"):
+            for one in expand_steps(ev):
+                per_step._one_step(one)
+    a, b = record_state(columnar), record_state(per_step)
+    for key in STEP_KEYS[:-1]:
+        assert a[key] == b[key], key
+    _same_rows(a["rows"], b["rows"])
+    generic = _record(max_rows, fast=False)
+    fold_stream(generic, iter([data]), [])
+    c = record_state(generic)
+    _same_rows(a.pop("rows"), c.pop("rows"))
+    assert a == c
+
+
+def _rows_of(line):
+    rec = _record(4000)
+    fold_stream(rec, iter([line.encode() + b"\n"]), [])
+    return record_state(rec)["rows"]
+
+
+STEPS = '"v":1,"seq":0,"t":1.0,"type":"steps","epoch":1,"first_step":1,"batch_size":64,"phase":"steady"'
+
+
+def test_a_batched_line_s_numbers_go_to_steps_csv_as_written():
+    """The cell is the number as the line wrote it (the same double); json.dumps writes repr, so the same text."""
+    assert _rows_of('{%s,"loss":[1.50, 2.0E-3],"step_ms":[3.0,4.00]}' % STEPS) == (
+        "train-001,1,1,1.50,3.0,64,,steady\ntrain-001,1,2,2.0E-3,4.00,64,,steady\n"
+    )
+    # a nested object, a backslash, NaN or a repeated key: repr, as the per-step path writes
+    for line in (
+        '{%s,"loss":[1.50,2.0E-3],"step_ms":[3.0,4.0],"m":{}}',
+        '{%s,"loss":[1.50,2.0E-3],"step_ms":[3.0,4.0],"m":"\\\\"}',
+        '{%s,"loss":[1.50,NaN],"step_ms":[3.0,4.0]}',
+        '{%s,"loss":[1.50,2.0E-3],"step_ms":[3.0,4.0],"x":"loss"}',
+    ):
+        rows = _rows_of(line % STEPS)
+        assert rows.startswith("train-001,1,1,1.5,3.0,64,,steady\ntrain-001,1,2,"), line

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Iterable, List, Optional
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Tuple
 
 from workbench.analysis.trainstate import TrainState
 from workbench.events.protocol import (
@@ -28,7 +28,7 @@ from workbench.events.steps import as_step, step_rows
 from workbench.fold.eta import EpochMarks
 from workbench.fold.series import RANK_WINDOW, RankSteps, StepSeries, number
 from workbench.fold.steptable import COLUMNS as STEP_COLUMNS  # noqa: F401  (STEP_COLUMNS: the record's name)
-from workbench.fold.steptable import StepTable
+from workbench.fold.steptable import StepTable, number_texts
 from workbench.fold.thinning import ThinnedHistory
 from workbench.system.atomic import read_json
 
@@ -175,7 +175,8 @@ class JobRecord:
         if len(self.seq_problems) < SEQ_PROBLEMS_KEPT:
             self.seq_problems.append("%s %s" % (self.file, text))
 
-    def _fold(self, ev: Dict[str, Any], line: int) -> bool:
+    def _fold(self, ev: Dict[str, Any], line: int, text: Optional[str] = None, start: int = 0, end: int = 0) -> bool:
+        """Fold one event of line `line`; text[start:end], when given, is that line as written (one JSON object)."""
         kind = ev.get("type")
         values = step_values(ev) if kind == "step" and self.fast and "raw" not in ev else None
         if values is not None:  # the commonest line, checked in one pass: the generic path's outcome, sooner
@@ -192,7 +193,7 @@ class JobRecord:
             if self._step_values(rank, epoch, number_, loss, ms, size, phase):
                 self.steps.last = ev
             return True
-        if kind == "steps" and self.fast and "raw" not in ev and self._float_steps(ev, line):
+        if kind == "steps" and self.fast and "raw" not in ev and self._float_steps(ev, line, text, start, end):
             return True
         if ev.get("raw"):  # not JSON, or JSON that is no event: shown as a garbage log line
             message = str(ev.get("message"))
@@ -264,7 +265,9 @@ class JobRecord:
         if row is not None and is_main(ev):
             self.steps.last = as_step(ev, *row)
 
-    def _float_steps(self, ev: Dict[str, Any], line: int) -> bool:
+    def _float_steps(
+        self, ev: Dict[str, Any], line: int, text: Optional[str] = None, start: int = 0, end: int = 0
+    ) -> bool:
         """A batched line as the train job writes it, checked and folded in one go: the main rank's (no rank
         or rank 0), every loss and step time a float, one int batch size, one named phase, a well-typed
         envelope. The outcome of the generic path (steps_line_ok, then _bulk_steps); False for any other line."""
@@ -299,7 +302,14 @@ class JobRecord:
         self.type_counts["steps"] += 1
         if g("synthetic") is True:
             self.synthetic = True
-        self._fold_floats(ev, rank, losses, times, size, phase)
+        texts: Optional[Tuple[List[str], List[str]]] = None
+        table = self.step_table
+        if text is not None and table is not None and table.spool is not None:  # the CSV's cells as written
+            loss_text = number_texts(text, start, end, "loss", losses)
+            ms_text = number_texts(text, start, end, "step_ms", times) if loss_text is not None else None
+            if loss_text is not None and ms_text is not None:
+                texts = (loss_text, ms_text)
+        self._fold_floats(ev, rank, losses, times, size, phase, texts)
         return True
 
     def _bulk_steps(self, ev: Dict[str, Any]) -> bool:
@@ -326,13 +336,20 @@ class JobRecord:
         return True
 
     def _fold_floats(
-        self, ev: Dict[str, Any], rank: Any, losses: List[float], times: List[float], size: Any, phase: str
+        self,
+        ev: Dict[str, Any],
+        rank: Any,
+        losses: List[float],
+        times: List[float],
+        size: Any,
+        phase: str,
+        texts: Optional[Tuple[List[str], List[str]]] = None,
     ) -> None:
         """Fold a main-rank batched line's steps at once (their losses and times all floats, one size and phase)."""
         n = len(losses)
         self.steps_seen += n
         if self.step_table is not None:
-            self.step_table.add_floats(rank, ev.get("epoch"), ev["first_step"], losses, times, size, phase)
+            self.step_table.add_floats(rank, ev.get("epoch"), ev["first_step"], losses, times, size, phase, texts)
         if rank is not None:
             steps = self.rank_steps.get(rank)
             if steps is None:

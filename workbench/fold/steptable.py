@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import csv
 import tempfile
+from array import array
 from collections import Counter
-from typing import IO, Any, Dict, List, Optional
+from typing import IO, Any, Dict, List, Optional, Tuple
 
 COLUMNS = ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase")
 MAX_ROWS = 4000
@@ -27,16 +28,66 @@ def _cell_safe(text: str) -> bool:
     return not any(c in text for c in ',"\r\n%') and text != "None"
 
 
-def _float_format(jid: str, epoch: Any, size: Any, rank: Any, phase: Any) -> Optional[str]:
-    """The format of a batched line's rows (step, loss, step time to fill in); None when a cell needs csv."""
+def _float_format(jid: str, epoch: Any, size: Any, rank: Any, phase: Any, cell: str = "r") -> Optional[str]:
+    """The format of a batched line's rows (step, loss, step time to fill in); None when a cell needs csv.
+
+    cell "r" formats the loss and step time floats (their repr); "s" takes their text as the line wrote it.
+    """
     if epoch is None or not all(_cell_safe(str(c)) for c in (jid, epoch, size, rank, phase)):
         return None
     # %r of a float is its repr, what csv and "%s" write; a float's repr never holds a comma, quote or newline.
-    return "%s,%s,%%d,%%r,%%r,%s,%s,%s\n" % (jid, epoch, size, rank, phase)
+    return "%s,%s,%%d,%%%s,%%%s,%s,%s,%s\n" % (jid, epoch, cell, cell, size, rank, phase)
 
 
-def _number(value: Any) -> Optional[float]:
-    return float(value) if type(value) in (int, float) else None
+_JSON_BLANK = " \t\r\n"
+
+
+def number_texts(text: str, start: int, end: int, key: str, values: List[float]) -> Optional[List[str]]:
+    """The numbers of the list under `key` in the JSON object text[start:end], as the line wrote them.
+
+    Only for a plain line (no backslash, no nested object) whose `key` occurs once, its numbers all finite;
+    None for any other line, which keeps the repr path.
+    """
+    # No backslash: every quote in the line delimits a string, so a `"key"` followed by ":" is that key spelled
+    # as is. No "{" after the first character: no nested object, so it is the top-level object's key, and the
+    # only one (a second would be a second `"key"`). Its list's text is what json decoded into `values`, with
+    # float() of each number: the same doubles bit for bit (the ends are checked as well).
+    if text.find("\\", start, end) >= 0 or text.find("{", start + 1, end) >= 0:
+        return None
+    quoted = '"%s"' % key
+    at = text.find(quoted, start, end)
+    if at < 0 or text.find(quoted, at + 1, end) >= 0:
+        return None
+    i = at + len(quoted)
+    if text.startswith(":[", i):  # compact JSON, what the jobs write
+        i += 2
+    else:
+        while i < end and text[i] in _JSON_BLANK:
+            i += 1
+        if i >= end or text[i] != ":":
+            return None
+        i += 1
+        while i < end and text[i] in _JSON_BLANK:
+            i += 1
+        if i >= end or text[i] != "[":
+            return None
+        i += 1
+    close = text.find("]", i, end)
+    if close < 0:
+        return None
+    inner = text[i:close]
+    if "N" in inner or "I" in inner:  # NaN, Infinity: csv writes float's nan and inf, as the per-step path does
+        return None
+    tokens = inner.split(",")
+    if len(tokens) != len(values):
+        return None
+    if " " in inner or "\t" in inner or "\r" in inner or "\n" in inner:
+        tokens = [t.strip(_JSON_BLANK) for t in tokens]
+    try:
+        ends = array("d", (float(tokens[0]), float(tokens[-1])))
+    except ValueError:  # not a list of numbers after all
+        return None
+    return tokens if ends.tobytes() == array("d", (values[0], values[-1])).tobytes() else None
 
 
 class StepTable:
@@ -60,8 +111,9 @@ class StepTable:
         self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
         self._text: List[str] = []  # rows already formatted (after those in _rows were), not yet written
         self._text_chars = 0
-        self._format_of: Any = None  # the cells _format was made for
+        self._format_of: Any = None  # the cells _format and _text_format were made for
         self._format: Optional[str] = None
+        self._text_format: Optional[str] = None
 
     def add(self, step: Dict[str, Any]) -> None:
         """Take one step (an expanded `step` event)."""
@@ -111,11 +163,21 @@ class StepTable:
         self.count += 1
 
     def add_floats(
-        self, rank: Any, epoch: Any, first: int, losses: List[float], times: List[float], size: Any, phase: Any
+        self,
+        rank: Any,
+        epoch: Any,
+        first: int,
+        losses: List[float],
+        times: List[float],
+        size: Any,
+        phase: Any,
+        texts: Optional[Tuple[List[str], List[str]]] = None,
     ) -> None:
         """Take a main-rank batched line's steps at once: every loss and step time a float, size and phase one value.
 
-        The same table, counts and spool rows as add_row called for each step in turn (property test).
+        `texts`: the losses and step times as the line wrote them (number_texts), the CSV's cells then.
+        The same table, counts and spool rows as add_row called for each step in turn (property test), the
+        loss and step time cells given as written: the same numbers bit for bit, the same text for json.dumps.
         """
         n = len(losses)
         if not n:
@@ -141,6 +203,7 @@ class StepTable:
             if key != self._format_of:  # the same for every line of a phase of an epoch
                 self._format_of = key
                 self._format = _float_format(self.jid, epoch, size_cell, rank_cell, phase_cell)
+                self._text_format = _float_format(self.jid, epoch, size_cell, rank_cell, phase_cell, "s")
             if self._format is None:  # a cell csv would quote or write otherwise: row by row, as add_row does
                 self._rows.extend(
                     (self.jid, epoch, first + i, losses[i], times[i], size_cell, rank_cell, phase_cell)
@@ -151,7 +214,10 @@ class StepTable:
             else:
                 if self._rows:
                     self._format_rows()
-                text = "".join(map(self._format.__mod__, zip(range(first, first + n), losses, times)))
+                # the numbers' text costs a split where repr costs a shortest round-trip conversion per float
+                form: str = self._format if texts is None else (self._text_format or self._format)
+                cells: Tuple[List[Any], List[Any]] = (losses, times) if texts is None else texts
+                text = "".join(map(form.__mod__, zip(range(first, first + n), *cells)))
                 self._text.append(text)
                 self._text_chars += len(text)
                 if self._text_chars >= SPOOL_CHARS:

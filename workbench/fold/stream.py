@@ -72,6 +72,7 @@ def _fold_block(rec: JobRecord, block: bytes, transform: Any, objects_only: bool
         nl = find("\n", idx)
         rec.lines += 1
         ev: Optional[Dict[str, Any]] = None
+        whole = False  # the line is one JSON object as written: its text goes to the fold
         if text[idx] == "{" and text[nl - 1] == "}":  # one object filling the line: scanned where it lies
             found: Dict[str, Any]  # what the scan gives back from a "{"
             try:
@@ -79,7 +80,7 @@ def _fold_block(rec: JobRecord, block: bytes, transform: Any, objects_only: bool
             except (StopIteration, ValueError):
                 found, end = {}, -1
             if end == nl and "type" in found:
-                ev = found
+                ev, whole = found, True
         if ev is None:
             line = text[idx:nl]
             if not line.strip(BLANK):
@@ -89,7 +90,11 @@ def _fold_block(rec: JobRecord, block: bytes, transform: Any, objects_only: bool
         # a line with no "{" after its first character holds no nested object: most lines, told without a walk
         if transform is not None and (not objects_only or (find("{", idx + 1, nl) > 0 and has_object(ev))):
             ev = transform(ev)
-        fold(ev, rec.lines)
+            whole = False  # the masking walk may have changed what the text says
+        if whole:
+            fold(ev, rec.lines, text, idx, nl)
+        else:
+            fold(ev, rec.lines)
         idx = nl + 1
 
 
