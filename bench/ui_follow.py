@@ -322,6 +322,9 @@ def print_following(t: Dict) -> int:
     print("|---|---|---|---|---|---|---|")
     for arm in t["arms"] + [FROZEN]:
         mine = [s for s in spans if s["arm"] == arm]
+        if not mine:  # fewer windows than arms
+            print("| %s | 0 | | | | | |" % arm)
+            continue
         label = "every TUI frozen (floor)" if arm == FROZEN else arm + " following"
         cpu = [s["ui_cpu_pct"] for s in mine]
         print(

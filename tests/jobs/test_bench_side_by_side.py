@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+
+import pytest
 
 from tests.support.side_by_side import python, run_pair
 
@@ -33,3 +36,18 @@ def test_two_scale_benches_and_startup_at_once_each_finish_clean(tmp_path):
         assert row["export"]["rc"] == 0 and row["export"]["screenshots"] > 0, row["export"]
     startup = json.loads((tmp_path / "startup" / "out" / "startup.json").read_text())
     assert startup["rounds"][0]["ms-workbench"] is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_two_ui_follow_benches_at_once_keep_to_their_own_tmux_servers_and_jobs(tmp_path):
+    py = python()
+    follow = [py, "bench/ui_load.py", "--train-only", "--windows", "5", "--window-s", "0.5"]
+    reports = run_pair({"ui-a": follow + ["--seed", "1"], "ui-b": follow + ["--seed", "2"]}, tmp_path)
+    for name, rep in reports.items():
+        assert rep["rc"] == 0, (name, rep["tail"])
+        assert rep["alive"] == [], (name, rep["alive"])  # its tmux server, TUIs and training job are gone
+        assert rep["left_in_tmp"] == [], (name, rep["left_in_tmp"])  # its socket folder too
+        # both measured their own TUI following their own job (a killed server or a refused job ends the run)
+        assert "this tree following | 1 |" in rep["tail"], rep["tail"]
+        assert "every TUI frozen (floor) | 3 |" in rep["tail"], rep["tail"]
