@@ -41,7 +41,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
     if quick:
         scale = ["--sizes", "10000", "--mixes", "train,train-per-line", "--rounds", "1"]
         mlp = ["--arms", "job,bare", "--epochs", "2", "--rounds", "2", "--limit", "640", "--max-busy", "1"]
-        course = ["--arms", "course,job", "--epochs", "2", "--rounds", "1", "--limit", "640", "--max-busy", "1"]
+        course = ["--arms", "course,job", "--epochs", "2", "--rounds", "2", "--limit", "640", "--max-busy", "1"]
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "2", "--rounds", "1", "--limit", "192"]
         cnn += ["--val-limit", "200"]
         cnn += ["--max-busy", "1"]
@@ -54,13 +54,13 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         scale = ["--sizes", "100000,1000000", "--mixes", "train,train-per-line", "--rounds", "5"]
         mlp = ["--arms", "job,bare", "--epochs", "4", "--rounds", "10", "--until-settled", "--min-rounds", "6"]
         mlp += ["--max-busy", "0.5", "--quiet-timeout", "20"]
-        course = ["--arms", "course,job", "--epochs", "3", "--rounds", "2", "--max-busy", "0.5"]
+        course = ["--arms", "course,job", "--epochs", "3", "--rounds", "3", "--max-busy", "0.5"]
         course += ["--quiet-timeout", "20"]
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "3", "--rounds", "3", "--limit", "1920"]
         cnn += ["--val-limit", "1000"]
         cnn += ["--max-busy", "0.5", "--quiet-timeout", "20"]
         monitor = ["--pairs", "1000", "--job-pairs", "12"]  # both arms: the bare cell and the job users run
-        ui = ["--seconds", "3", "--windows", "31", "--window-s", "2"]
+        ui = ["--seconds", "3", "--windows", "25", "--window-s", "2"]
         midrun = ["--at", "10,40,80", "--rounds", "3", "--epochs", "60"]
         startup = ["--rounds", "10"]
         data = ["--runs", "7"]
@@ -78,14 +78,14 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         {
             "name": "train_course",
             "argv": [b + "train_throughput.py", "--json", "{out}/raw.json"] + course,
-            "minutes": 1.7,
+            "minutes": 2.5,
         },
         {
             "name": "monitor_overhead",
             "argv": [b + "monitor_overhead.py", "--json", "{out}/monitor.json"] + monitor,
             "minutes": 5.5,
         },
-        {"name": "ui_follow", "argv": [b + "ui_load.py"] + ui, "minutes": 3.2},
+        {"name": "ui_follow", "argv": [b + "ui_load.py"] + ui, "minutes": 2.6},
         {"name": "attach_midrun", "argv": [b + "attach_midrun.py", "--out", "{out}"] + midrun, "minutes": 2.5},
         {"name": "cnn_isa_cap", "argv": [b + "train_throughput.py", "--json", "{out}/raw.json"] + cnn, "minutes": 4.5},
     ]
