@@ -151,7 +151,10 @@ def attach(
         "first_paint_read_bytes": paint.get("read_bytes"),
         "paint_seen_s": seen.get("paint_seen"),
         "caught_up_s": caught.get("since_start_s"),
-        "caught_up_cpu_s": caught.get("cpu_s"),
+        # every process of the attach: the app and the child that folded its backlog (reaped before caught up)
+        "caught_up_cpu_s": (caught["cpu_s"] + caught.get("children_cpu_s", 0.0)) if caught else None,
+        "caught_up_own_cpu_s": caught.get("cpu_s"),
+        "handoff_s": marks.get("handoff", {}).get("since_start_s"),
         "caught_up_events": caught.get("events"),
         "caught_up_read_bytes": caught.get("read_bytes"),
         "rss_mb": caught.get("rss_mb"),

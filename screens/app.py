@@ -22,6 +22,7 @@ from screens.keys_help import KeysScreen
 from screens.widgets.key_bar import KeyBar
 from workbench.acceptance.about import RECIPE_JOBS_NEEDING_CONFIG
 from workbench.config.layers import ConfigError, check_effective, load_file, merge
+from workbench.fold.backlog import Backlog
 from workbench.fold.handoff import FoldedSession
 from workbench.fold.record import SessionModel
 from workbench.fold.tracker import Batch, JobTracker
@@ -34,6 +35,7 @@ from workbench.system.priority import Launcher
 POLL_S = 0.1  # poll interval while events arrive (a training job writes its batched lines every 0.1 s)
 POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
 CATCH_UP_S = 0.001  # between slices of a backlog: just a turn of the event loop (Textual's timers divide by 0 s)
+HANDOFF_S = 0.005  # how often the first poll looks whether the child folding the backlog has sent its fold
 
 
 def build_views(model: SessionModel) -> Dict[str, Any]:
@@ -121,6 +123,7 @@ class WorkbenchApp(App):
         launcher: Optional[Launcher] = None,
         read_only: bool = False,
         folded: Optional[FoldedSession] = None,
+        backlog: Optional[Backlog] = None,
     ):
         self.read_only = read_only  # drawing the record's screenshots: write nothing into the session
         self.store = store
@@ -128,6 +131,8 @@ class WorkbenchApp(App):
         self.tracker: JobTracker = JobTracker(store, sid)
         self.views = build_views(self.tracker.model)
         self.events_ingested = 0
+        self.backlog = backlog  # a child folding the events meanwhile: the first poll follows on from its fold
+        self.backlog_problem: Optional[str] = None  # why its fold was not taken (the files were read here instead)
         if folded is not None:  # the record's pictures: the export's fold, no events file read again
             self._apply(self.tracker.adopt(folded))
         else:
@@ -200,6 +205,11 @@ class WorkbenchApp(App):
 
     def _poll_tick(self) -> None:
         """Poll, then schedule the next: at once while a backlog is read, soon while events arrive, later while idle."""
+        if self.backlog is not None:
+            if not self.backlog.ready():
+                self._later(HANDOFF_S, self._poll_tick)
+                return
+            self._take_backlog()
         if self.poll_jobs():
             self._poll_delay = self.poll_s
         else:
@@ -210,6 +220,24 @@ class WorkbenchApp(App):
                 self._caught_up_drawn()
         # A slice that hit its cap: the next one at once, but through the event loop, so keys and paints come between.
         self._later(CATCH_UP_S if self.tracker.behind() else self._poll_delay, self._poll_tick)
+
+    def _take_backlog(self) -> None:
+        """Follow on from the child's fold; when it sent none, say why and read the files here from the start."""
+        backlog, self.backlog = self.backlog, None
+        assert backlog is not None
+        folded = backlog.take()
+        if folded is None:
+            self.backlog_problem = "%s; the events files are read here instead" % backlog.problem
+            self.log.warning(self.backlog_problem)
+            return
+        batch, left = self.tracker.take(folded)
+        if left:
+            self.backlog_problem = "read here from the start: %s" % "; ".join(left)
+            self.log.warning(self.backlog_problem)
+        self._apply(batch)
+        # every event the fold read counts as ingested, as if the batches had brought them
+        self.events_ingested = sum(job.events for job in self.tracker.jobs.values())
+        timing.mark("handoff", events=self.events_ingested, read_bytes=self.tracker.backlog()[0])
 
     def _later(self, delay_s: float, callback: Callable[[], Any]) -> None:
         """Run `callback` on the app's queue after `delay_s`, as set_timer would, but never dropped.

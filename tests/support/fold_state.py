@@ -37,7 +37,11 @@ def record_state(rec: JobRecord) -> dict:
             repr((s.first_loss, s.last_loss, s.min_loss)),
         ),
         "ranks": {r: (repr(list(v.step_ms)), list(v.sizes), repr(v.last_ms)) for r, v in rec.rank_steps.items()},
-        "table": repr(t.as_dict()),
-        "table_facts": repr((t.main_count, t.first_loss, t.last_loss, t.min_loss, sorted(t.ranks), t.sizes)),
+        "table": repr(t.as_dict()) if t is not None else None,
+        "table_facts": (
+            repr((t.main_count, t.first_loss, t.last_loss, t.min_loss, sorted(t.ranks), t.sizes))
+            if t is not None
+            else None
+        ),
         "rows": rows,
     }

@@ -4,7 +4,9 @@ one-shot record; a screen drawn before its events were read ends up drawn as one
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import time
 from collections import deque
 from pathlib import Path
@@ -21,9 +23,10 @@ from tests.support.screen_states import KEYS, SCREENS, FrozenClock, state_config
 from workbench.config.layers import defaults
 from workbench.events.protocol import EventReader, decode_line
 from workbench.events.text import format_event
+from workbench.fold.backlog import Backlog
 from workbench.fold.record import JobRecord
 from workbench.session.store import SessionStore
-from workbench.views.session import RECENT_EVENTS
+from workbench.views.session import RECENT_EVENTS, listed
 
 SLICE_BYTES = 64 * 1024
 EVENTS = 20_000  # about 3.8 MB of the recorded training job's lines: some 60 slices
@@ -185,3 +188,64 @@ async def test_the_backlog_is_read_to_the_end_when_the_process_is_paused_between
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.tracker.caught_up, timeout_s=LOADED_S / 2, what="the backlog to be read")
         assert app.tracker.backlog()[0] == events.stat().st_size
+
+
+def _killed() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def _drawn(app: WorkbenchApp, screen: str) -> str:
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.tracker.caught_up, LOADED_S, what="the backlog to be read")
+        await settled(pilot, LOADED_S)
+        await pilot.press(KEYS[screen])
+        await until(pilot, lambda: app.current_mode == screen, LOADED_S, what="the %s screen" % screen)
+        await settled(pilot, LOADED_S)
+        await until(pilot, lambda: "reading events" not in _status(app), LOADED_S, what="the reading note to go")
+        return _screen_text(app)
+
+
+@pytest.mark.parametrize(
+    "screen,state", [(screen, "done") for screen in SCREENS] + [("session", "failed"), ("training", "failed")]
+)
+async def test_a_backlog_folded_in_a_child_draws_every_screen_as_reading_it_here(tmp_path, monkeypatch, screen, state):
+    monkeypatch.setattr("workbench.session.store.time", FrozenClock)
+    sid = state_session(tmp_path, state)
+    store = SessionStore(tmp_path)
+    expected = await _drawn(WorkbenchApp(store, sid, state_config()), screen)
+    backlog = Backlog.start(store, sid, listed, RECENT_EVENTS)
+    assert backlog is not None
+    try:
+        app = WorkbenchApp(store, sid, state_config(), backlog=backlog)
+        assert await _drawn(app, screen) == expected
+    finally:
+        backlog.close()
+    assert app.backlog is None and app.backlog_problem is None  # the child's fold was taken
+
+
+async def test_a_killed_child_leaves_the_backlog_to_be_read_here_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr("workbench.session.store.time", FrozenClock)
+    sid = state_session(tmp_path, "done")
+    store = SessionStore(tmp_path)
+    expected = await _drawn(WorkbenchApp(store, sid, state_config()), "session")
+    backlog = Backlog.start(store, sid, listed, RECENT_EVENTS, work=_killed)
+    assert backlog is not None
+    try:
+        app = WorkbenchApp(store, sid, state_config(), backlog=backlog)
+        assert await _drawn(app, "session") == expected
+    finally:
+        backlog.close()
+    assert "killed by signal 9" in app.backlog_problem and "read here instead" in app.backlog_problem
+
+
+def test_the_attach_command_folds_the_backlog_in_a_child_and_follows_on_from_it(tmp_path):
+    from bench.attach_probe import attach
+
+    build_session(tmp_path, "train", 3000)
+    got = attach(tmp_path, SID, timeout_s=LOADED_S)
+    assert not got["timed_out"]
+    assert got["handoff_s"] is not None  # the app took the child's fold (it marks that only then)
+    whole = JobRecord("train-001", "train", 0.0, tmp_path / SID / "jobs" / "train-001")
+    whole.ingest_lines((tmp_path / SID / "jobs" / "train-001" / "events.jsonl").read_bytes().split(b"\n")[:-1])
+    assert got["caught_up_events"] == whole.events
+    assert got["caught_up_read_bytes"] == (tmp_path / SID / "jobs" / "train-001" / "events.jsonl").stat().st_size

@@ -373,8 +373,6 @@ def open_app(args, sid: Optional[str]) -> int:
     cfg = _config(args)
     if cfg is None:
         return USAGE_ERROR
-    from screens.app import WorkbenchApp
-
     store = SessionStore(sessions_root(args.sessions))
     if sid is not None:
         try:
@@ -382,13 +380,25 @@ def open_app(args, sid: Optional[str]) -> int:
         except (BadReference, FileNotFoundError) as exc:
             print("error: %s" % exc, file=sys.stderr)
             return USAGE_ERROR
-    if getattr(args, "low_bandwidth", False):
-        cfg["ui"]["low_bandwidth"] = True
-    from workbench.system.priority import lower_ui_priority
+    backlog = None
+    if sid is not None:  # its events are folded in a child (forked before any thread) while the app loads and paints
+        from workbench.fold.backlog import Backlog
+        from workbench.views.session import RECENT_EVENTS, listed
 
-    launcher = lower_ui_priority(int(cfg["ui"]["nice"]))  # jobs keep the priority; the UI yields to them
-    app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv, launcher=launcher)
-    app.run()
+        backlog = Backlog.start(store, sid, listed, RECENT_EVENTS, nice=int(cfg["ui"]["nice"]))
+    try:
+        from screens.app import WorkbenchApp
+
+        if getattr(args, "low_bandwidth", False):
+            cfg["ui"]["low_bandwidth"] = True
+        from workbench.system.priority import lower_ui_priority
+
+        launcher = lower_ui_priority(int(cfg["ui"]["nice"]))  # jobs keep the priority; the UI yields to them
+        app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv, launcher=launcher, backlog=backlog)
+        app.run()
+    finally:
+        if backlog is not None:
+            backlog.close()  # a child still folding when the app ended
     return 0
 
 

@@ -20,6 +20,8 @@ class FoldedSession:
 
     records: Dict[str, JobRecord] = field(default_factory=dict)
     tails: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
+    # where each job's fold of its events.jsonl ended (after a newline): a fold that is followed on from there
+    offsets: Dict[str, int] = field(default_factory=dict)
 
     def dump(self, fh: BinaryIO) -> None:
         """Write it to a pipe or file (the records without their step spools, which stay with the export)."""
@@ -28,13 +30,15 @@ class FoldedSession:
             light = copy.copy(rec)
             light.step_table = None  # an open spool file; the pictures need only the bounded series
             records[jid] = light
-        pickle.dump({"records": records, "tails": self.tails}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(
+            {"records": records, "tails": self.tails, "offsets": self.offsets}, fh, protocol=pickle.HIGHEST_PROTOCOL
+        )
 
     @classmethod
     def load(cls, fh: BinaryIO) -> FoldedSession:
         """Read what `dump` wrote (this program's own processes only: it is a pickle)."""
         data = pickle.load(fh)
-        return cls(records=dict(data["records"]), tails=dict(data["tails"]))
+        return cls(records=dict(data["records"]), tails=dict(data["tails"]), offsets=dict(data.get("offsets") or {}))
 
 
 def tail_events(end: bytes, cut: bool) -> List[Dict[str, Any]]:

@@ -12,6 +12,7 @@ from workbench.fold.handoff import FoldedSession
 from workbench.fold.record import JobRecord, SessionModel
 from workbench.session.store import JobStatus, SessionStore, job_status
 from workbench.system.atomic import read_json
+from workbench.system.regular import open_regular
 
 STATUS_EVERY_S = 0.5
 # At most this much of one job's events file is read per poll: a big backlog is read in slices,
@@ -141,6 +142,33 @@ class JobTracker:
         self.caught_up = True
         return batch
 
+    def take(self, folded: FoldedSession) -> Tuple[Batch, List[str]]:
+        """Follow on from another process's fold of the backlog: each job it folded from the start goes on
+        from the byte where that fold ended, with its record; the batch carries the job's last events.
+
+        A job read here already, not known here, or whose offset does not end a line of its file now, is left
+        to be read here from the start: (batch, why each such job was left).
+        """
+        batch, left = Batch(), []
+        for jid, record in folded.records.items():
+            job, offset = self.jobs.get(jid), folded.offsets.get(jid, -1)
+            if job is None or job.reader.offset or job.events or job.drained:
+                left.append("%s: not a job this tracker has yet to read" % jid)
+                continue
+            if not _ends_a_line(Path(job.reader.path), offset):
+                left.append("%s: offset %d does not end a line of its events file" % (jid, offset))
+                continue
+            record.status = job.status  # what this process read of its files
+            job.record = self.model.add(record)
+            job.reader.offset = offset
+            job.reader.measure()
+            job.events = record.events
+            batch.changed.append(job)
+            tail = folded.tails.get(jid)
+            if tail:
+                batch.events.append((job, tail))
+        return batch, left
+
     def poll(self, now: Optional[float] = None) -> Batch:
         """Read new events of every job, at most `slice_bytes` each, and refresh statuses (at most every 0.5 s)."""
         now = time.monotonic() if now is None else now
@@ -197,3 +225,17 @@ class JobTracker:
     def running(self) -> List[TrackedJob]:
         """Jobs still running."""
         return [j for j in self.jobs.values() if j.status.state == "running"]
+
+
+def _ends_a_line(path: Path, offset: int) -> bool:
+    """True when `offset` is 0, or within the file and right after a newline."""
+    if offset == 0:
+        return True
+    if offset < 0:
+        return False
+    try:
+        with open_regular(path) as fh:
+            fh.seek(offset - 1)
+            return fh.read(1) == b"\n"
+    except OSError:
+        return False

@@ -11,6 +11,19 @@ from workbench.fold.record import SessionModel
 from workbench.views.base import View
 
 RECENT_EVENTS = 400
+VERBOSE_STEPS = 50  # a step's line every this many steps
+
+
+def listed(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Of a job's latest events, those the Session screen keeps a line of: the last RECENT_EVENTS that print one."""
+    kept: List[Dict[str, Any]] = []
+    for ev in reversed(events):
+        if format_event(ev, verbose_steps=VERBOSE_STEPS, folded=True):
+            kept.append(ev)
+            if len(kept) == RECENT_EVENTS:
+                break
+    kept.reverse()
+    return kept
 
 
 @dataclass
@@ -65,7 +78,7 @@ class SessionView(View):
         row.events = rec.events if rec is not None else row.events + len(events)
         tail: List[str] = []
         for ev in reversed(events):
-            line = format_event(ev, verbose_steps=50, folded=True)  # the fold passes on no damaged line
+            line = format_event(ev, verbose_steps=VERBOSE_STEPS, folded=True)  # the fold passes on no damaged line
             if line:
                 tail.append(line)
                 if len(tail) == RECENT_EVENTS:
