@@ -190,6 +190,9 @@ def _child(rfd: int, wfd: int, nice: int, work: Callable[[], FoldedSession]) -> 
     """The forked child: fold, send, exit; it never returns, never runs the parent's exit handlers or draws."""
     code = 1
     try:
+        # A session of its own, as the runner starts jobs: with autogroup scheduling (Linux's default) a loaded
+        # machine shares the CPU between sessions, so in the UI's session the fold would halve the UI's share.
+        os.setsid()
         os.close(rfd)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # the UI's terminal is not the child's to write on
