@@ -122,6 +122,19 @@ def commit() -> Dict[str, Any]:
     }
 
 
+def versions() -> Dict[str, Optional[str]]:
+    """The installed versions of what the benches time (read from the package metadata: nothing is imported)."""
+    from importlib import metadata
+
+    out: Dict[str, Optional[str]] = {}
+    for name in ("mindspore", "textual", "rich", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def loads() -> List[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -179,6 +192,7 @@ def summary(doc: Dict[str, Any]) -> str:
             " + uncommitted changes" if doc["commit"]["dirty"] else "",
             doc["commit"]["subject"],
         ),
+        "- %s" % ", ".join("%s %s" % kv for kv in doc["versions"].items()),
         "- python %s; mode %s; load average before %s, after %s; %.1f minutes"
         % (
             doc["python"],
@@ -236,6 +250,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "cpu": cpu,
         "commit": commit(),
         "python": sys.version.split()[0],
+        "versions": versions(),
         "platform": platform.platform(),
         "load_before": loads(),
         "benches": [],
