@@ -10,7 +10,8 @@ job arm: what the user runs, `ms-workbench run train` (default config: MLP 784-1
   in a random order per pair (seeded). The span compared is the job's own steady training time:
   the sum of its `epoch` events' train_s over the epochs after the first (epoch 1 holds the graph
   compile; validation is outside train_s), the same span in both arms. Each pair gives one ratio
-  (monitored / unmonitored); the verdict comes from the 95 % t interval of the pairs' log ratios.
+  (monitored / unmonitored), and a robust twin: the ratio of the two jobs' median steady epoch
+  (train_s); each with the 95 % t interval of the pairs' log ratios.
   Every job of the bench takes its device lock in a private folder, so another bench's or
   engineer's job neither waits for it nor blocks it. The monitored jobs are checked to have sampled
   every N-th step and the unmonitored ones not at all.
@@ -261,6 +262,7 @@ def job_span(events: List[Dict[str, Any]], every: int, where: str) -> Dict[str, 
     off_sample = [s["step_ms"] for s in steady if not (every and s["global_step"] % every == 0)]
     return {
         "steady_s": sum(e["train_s"] for e in epochs[1:]),
+        "median_epoch_s": float(np.median([e["train_s"] for e in epochs[1:]])),
         "steady_steps": len(steady),
         "samples": len(sampled),
         "sampled_step_ms": float(np.median(on_sample)) if on_sample else None,
@@ -296,8 +298,10 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
                 flush=True,
             )
     ratios = [a["steady_s"] / b["steady_s"] for a, b in zip(runs[every], runs[0])]
-    interval = ratio_interval(ratios)
-    said = verdict([interval[1:]]) if interval else "not settled"
+    # a load spike inflates one epoch of one job: the median steady epoch is the robust twin of the sum
+    medians = [a["median_epoch_s"] / b["median_epoch_s"] for a, b in zip(runs[every], runs[0])]
+    interval, median_interval = ratio_interval(ratios), ratio_interval(medians)
+    said = verdict([interval[1:], median_interval[1:]]) if interval and median_interval else "not settled"
     on_runs, off_runs = runs[every], runs[0]
     print(
         "  %d pairs of jobs, %d images x %d epochs (%d steady steps each, %d sampled per monitored job)"
@@ -311,11 +315,12 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
             float(np.median([r["plain_step_ms"] for r in on_runs])),
         )
     )
-    if interval:
-        print(
-            "  paired steady-time ratio %.4f  95%% t interval %.4f-%.4f  (pairs %.3f..%.3f)"
-            % (interval[0], interval[1], interval[2], min(ratios), max(ratios))
-        )
+    for name, got, values in (("steady time", interval, ratios), ("median epoch", median_interval, medians)):
+        if got:
+            print(
+                "  paired %-12s ratio %.4f  95%% t interval %.4f-%.4f  (pairs %.3f..%.3f)"
+                % (name, got[0], got[1], got[2], min(values), max(values))
+            )
     print(
         "  load average (1, 5, 15 min) before %s, after %s on %d cores"
         % (
@@ -329,9 +334,15 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
         "arm": "job",
         "every": every,
         "pairs": len(ratios),
-        "ratios": ratios,
-        "ratio": interval[0] if interval else None,
-        "interval": interval[1:] if interval else None,
+        "ratios": {"steady_time": ratios, "median_epoch": medians},
+        "ratio": {
+            "steady_time": interval[0] if interval else None,
+            "median_epoch": median_interval[0] if median_interval else None,
+        },
+        "intervals": {
+            "steady_time": interval[1:] if interval else None,
+            "median_epoch": median_interval[1:] if median_interval else None,
+        },
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "verdict": said,
