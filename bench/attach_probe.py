@@ -45,6 +45,27 @@ def compile_tree() -> None:
         _COMPILED.append(True)
 
 
+def descendants(pid: int) -> List[int]:
+    """Every live descendant of a process (from /proc/<pid>/task/*/children), whatever its group or session."""
+    out: List[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tids = os.listdir("/proc/%d/task" % parent)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/children" % (parent, tid)) as fh:
+                    kids = [int(c) for c in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
 def _marks(path: Path) -> Dict[str, Dict[str, Any]]:
     """The first mark of each name in the timing file."""
     out: Dict[str, Dict[str, Any]] = {}
@@ -135,10 +156,18 @@ def attach(
                 if done and (key is None or "key_shown" in seen or now - (key_sent_at or now) > 10):
                     break
         finally:
+            # its descendants too: one in a session of its own (the backlog's fold) is not in the app's group and
+            # would go on using the CPU after the app is gone, into the next arm's measurement (or another bench's)
+            others = descendants(proc.pid)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            for pid in others:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             proc.wait()
             os.close(master)
             if kept is not None:
