@@ -91,6 +91,28 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
     ]
 
 
+def unknown_options(chosen: List[Dict[str, Any]]) -> List[str]:
+    """Options the driver passes that a bench's --help does not list (a bench renamed or dropped one)."""
+    helps: Dict[str, str] = {}
+    out = []
+    for bench in chosen:
+        script = bench["argv"][0]
+        if script not in helps:
+            done = subprocess.run(
+                [PY, script, "--help"],
+                cwd=str(ROOT),
+                capture_output=True,
+                text=True,
+                env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            )
+            helps[script] = done.stdout
+        listed = set(re.findall(r"--[a-z][a-z0-9-]*", helps[script]))
+        out += [
+            "%s: %s" % (bench["name"], opt) for opt in bench["argv"][1:] if opt.startswith("--") and opt not in listed
+        ]
+    return out
+
+
 def cpu_info(text: str) -> Dict[str, Any]:
     """The model name, the logical CPUs and which of FLAGS the first processor of /proc/cpuinfo lists."""
     model: Optional[str] = None
@@ -234,6 +256,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         for b in benches(args.quick, args.update_docs)
         if b["name"] in wanted and b["name"] not in args.skip.split(",")
     ]
+    wrong = unknown_options(chosen)
+    if wrong:
+        print("options a bench does not take (its --help does not list them): %s" % "; ".join(wrong))
+        return 2
     if args.dry_run:
         for b in chosen:
             print("%-17s ~%4.1f min  %s" % (b["name"], b["minutes"], " ".join(b["argv"])))

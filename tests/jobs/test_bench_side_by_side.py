@@ -1,4 +1,4 @@
-"""Benches started at the same time on one machine leave each other's processes, terminals and folders alone."""
+"""Benches started at the same time on one machine leave each other's processes, terminals and folders alone; run_all's commands."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from bench.run_all import benches, unknown_options
 from tests.support.side_by_side import python, run_pair
 
 
@@ -51,3 +52,12 @@ def test_two_ui_follow_benches_at_once_keep_to_their_own_tmux_servers_and_jobs(t
         # both measured their own TUI following their own job (a killed server or a refused job ends the run)
         assert "this tree following | 1 |" in rep["tail"], rep["tail"]
         assert "every TUI frozen (floor) | 3 |" in rep["tail"], rep["tail"]
+
+
+def test_run_all_passes_only_options_its_benches_take():
+    # each bench's --help against what the driver passes, full and quick: a renamed option fails here, not at 08:50
+    for quick in (False, True):
+        assert unknown_options(benches(quick, False)) == []
+    broken = benches(False, False)[:1]
+    broken[0]["argv"].append("--no-such-option")
+    assert unknown_options(broken) == [broken[0]["name"] + ": --no-such-option"]
