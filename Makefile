@@ -17,7 +17,7 @@ COMPAT_PACKAGES := mindspore-dev==2.5.0.dev20250202 numpy==1.23.5
 COMPAT_TESTS := tests/jobs/test_train.py tests/jobs/test_train_profile.py tests/jobs/test_env_job.py \
 	tests/jobs/test_align_job.py tests/jobs/test_data_job.py
 
-.PHONY: run test test-compat lint bench clean
+.PHONY: run test test-compat lint bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,9 +53,13 @@ test-compat: $(STAMP) $(COMPAT_STAMP)
 	locks=$$(mktemp -d) && MS_WORKBENCH_LOCK_DIR=$$locks MS_WORKBENCH_PYTHON=$(abspath $(COMPAT_PY)) \
 		$(PY) -m pytest $(PYTEST_ARGS) $(COMPAT_TESTS); rc=$$?; rm -rf $$locks; exit $$rc
 
+# Every bench, one after another, into one scratch folder (bench/run_all.py: ~30 min on a quiet 2-core machine;
+# bench-quick: tiny parameters, a check that every bench runs). docs/ is not written: BENCH_ARGS=--update-docs.
 bench: $(STAMP)
-	$(PY) bench/data_load.py
-	$(PY) bench/startup.py
+	$(PY) bench/run_all.py $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	$(PY) bench/run_all.py --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV)
