@@ -11,6 +11,7 @@ from bench.run_all import benches, unknown_options
 from tests.support.side_by_side import python, run_pair
 
 
+@pytest.mark.slow
 def test_two_scale_benches_and_startup_at_once_each_finish_clean(tmp_path):
     py = python()
     scale = [py, "bench/scale.py", "--sizes", "10000", "--mixes", "train", "--rounds", "1", "--out", "{out}"]
