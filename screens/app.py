@@ -132,6 +132,8 @@ class WorkbenchApp(App):
         self.views = build_views(self.tracker.model)
         self.events_ingested = 0
         self.backlog = backlog  # a child folding the events meanwhile: the first poll follows on from its fold
+        if backlog is not None:
+            self.tracker.read_elsewhere = backlog.read_bytes  # the status bar's "reading events N %"
         self.backlog_problem: Optional[str] = None  # why its fold was not taken (the files were read here instead)
         if folded is not None:  # the record's pictures: the export's fold, no events file read again
             self._apply(self.tracker.adopt(folded))
@@ -225,6 +227,7 @@ class WorkbenchApp(App):
         """Follow on from the child's fold; when it sent none, say why and read the files here from the start."""
         backlog, self.backlog = self.backlog, None
         assert backlog is not None
+        self.tracker.read_elsewhere = None
         folded = backlog.take()
         if folded is None:
             self.backlog_problem = "%s; the events files are read here instead" % backlog.problem

@@ -173,7 +173,7 @@ def test_wrong_shapes_are_refused_naming_the_job():
 
 
 def test_a_child_folds_the_session_and_the_ui_takes_it(tmp_path):
-    build_session(tmp_path, "train", 3000)
+    events = build_session(tmp_path, "train", 3000)
     store = SessionStore(tmp_path)
     backlog = Backlog.start(store, SID, listed, RECENT_EVENTS)
     try:
@@ -181,6 +181,7 @@ def test_a_child_folds_the_session_and_the_ui_takes_it(tmp_path):
     finally:
         backlog.close()
     assert folded is not None and backlog.problem is None
+    assert backlog.read_bytes() == events.stat().st_size  # what the status bar showed as read meanwhile
     tracker, view, left = _followed_on(store, SID, folded)
     assert left == []
     _same((tracker, view), _read_here(store, SID))
@@ -228,3 +229,15 @@ def test_a_child_still_folding_when_the_ui_ends_is_stopped_and_reaped(tmp_path):
         pass
     else:
         raise AssertionError("child %d still there" % pid)
+
+
+def test_while_a_child_folds_the_status_counts_what_it_has_read(tmp_path):
+    events = build_session(tmp_path, "train", 300)
+    tracker = JobTracker(SessionStore(tmp_path), SID)
+    tracker.discover()
+    size = events.stat().st_size
+    assert tracker.reading() == 0.0
+    tracker.read_elsewhere = lambda: size // 4
+    assert tracker.reading() == (size // 4) / size
+    tracker.read_elsewhere = None  # handed over: the readers say it from here
+    assert tracker.reading() == 0.0

@@ -10,8 +10,10 @@ files itself from the start: nothing is lost, only the head start.
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import signal
+import struct
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
@@ -50,28 +52,35 @@ def recent_events(path: Path, end: int, listed: Listed, want: int) -> List[Dict[
         size *= 4
 
 
-def fold_backlog(store: SessionStore, sid: str, listed: Listed, want: int) -> FoldedSession:
-    """Every job of the session folded as the UI's tracker folds it, each up to its events.jsonl's last complete line."""
+def fold_backlog(
+    store: SessionStore, sid: str, listed: Listed, want: int, progress: Optional[Callable[[int], None]] = None
+) -> FoldedSession:
+    """Every job of the session folded as the UI's tracker folds it, each up to its events.jsonl's last complete line.
+
+    `progress` is called with the bytes read so far (of every job) after each block.
+    """
     tracker = JobTracker(store, sid)
     tracker.discover()
     folded = FoldedSession()
     for job in tracker.ordered():
         record = tracker.model.record_for(job)
         path = Path(job.reader.path)
-        end = _fold_to_last_line(record, path)
+        end = _fold_to_last_line(record, path, progress)
         folded.records[job.jid] = record
         folded.offsets[job.jid] = end
         folded.tails[job.jid] = recent_events(path, end, listed, want)
     return folded
 
 
-def _fold_to_last_line(record: JobRecord, path: Path) -> int:
+def _fold_to_last_line(record: JobRecord, path: Path, progress: Optional[Callable[[int], None]] = None) -> int:
     """Fold a file's complete lines into `record`; the byte offset after its last newline."""
     read = [0]
 
     def counted() -> Iterator[bytes]:
         for chunk in _blocks(path):
             read[0] += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
             yield chunk
 
     tail: List[bytes] = []
@@ -100,9 +109,10 @@ def decode(data: bytes) -> FoldedSession:
 class Backlog:
     """A child process folding a session's events files, and what it sent so far (read by a thread)."""
 
-    def __init__(self, pid: int, fd: int) -> None:
+    def __init__(self, pid: int, fd: int, shared: Optional[mmap.mmap] = None) -> None:
         self.pid: Optional[int] = pid  # None once reaped
         self.started_pid = pid
+        self._shared = shared  # the child writes there how many bytes it has read
         self.problem: Optional[str] = None  # why its fold was not taken
         self._chunks: List[bytes] = []
         self._error = ""
@@ -117,16 +127,26 @@ class Backlog:
 
         `work` (a test's) stands for the fold the child runs and returns a FoldedSession.
         """
-        work = work or (lambda: fold_backlog(store, sid, listed, want))
         try:
+            shared = mmap.mmap(-1, 8)  # anonymous and shared with the child: its bytes read, for the status bar
             rfd, wfd = os.pipe()
             pid = os.fork()
         except OSError:
             return None
         if pid == 0:
-            _child(rfd, wfd, nice, work)
+            done = [0]
+
+            def progress(n: int) -> None:
+                done[0] += n
+                struct.pack_into("q", shared, 0, done[0])
+
+            _child(rfd, wfd, nice, work or (lambda: fold_backlog(store, sid, listed, want, progress)))
         os.close(wfd)
-        return cls(pid, rfd)
+        return cls(pid, rfd, shared)
+
+    def read_bytes(self) -> int:
+        """Bytes of the events files the child has read so far."""
+        return struct.unpack_from("q", self._shared, 0)[0] if self._shared is not None else 0
 
     def _read(self, fd: int) -> None:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from workbench.events.protocol import EventReader
 from workbench.fold.handoff import FoldedSession
@@ -74,6 +74,7 @@ class JobTracker:
         self._scanned_at = 0.0
         self.caught_up = False  # set the first time every job's reader reached the end of its file
         self.ignored: set = set()  # job folders left out (found after an adopted fold was made)
+        self.read_elsewhere: Optional[Callable[[], int]] = None  # bytes another process is reading for this one
 
     def _scan(self, batch: Batch) -> None:
         if self.sid is None:
@@ -216,6 +217,8 @@ class JobTracker:
     def backlog(self) -> Tuple[int, int]:
         """(bytes read, bytes known) over every job's events file: how far a catch-up has come."""
         done = sum(job.reader.offset for job in self.jobs.values())
+        if self.read_elsewhere is not None:  # its backlog, folded in a child until it hands its fold over
+            done += self.read_elsewhere()
         return done, max(done, sum(max(job.reader.size, job.reader.offset) for job in self.jobs.values()))
 
     def ordered(self) -> List[TrackedJob]:
