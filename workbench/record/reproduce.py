@@ -8,6 +8,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -169,15 +170,44 @@ def model_code(root: Path = SOURCE_ROOT) -> Dict[str, bytes]:
     return {rel: (root / rel).read_bytes() for rel in MODEL_CODE if (root / rel).is_file()}
 
 
-def reproduce_record(report: Dict[str, Any]) -> Dict[str, Any]:
-    """The reproduce section of report.json (the lock file's text is written beside it, not held here)."""
+class Early(threading.Thread):
+    """The code revision and the package lists of the interpreters the jobs were started with, asked in a thread
+    while the export reads the session (neither depends on what it reads; their subprocesses wait on others)."""
+
+    def __init__(self, pythons: List[Any]):
+        super().__init__(name="export-reproduce", daemon=True)
+        self.pythons = [p for p in dict.fromkeys(pythons) if isinstance(p, str) and p][:2]
+        self.revision: Optional[Dict[str, Any]] = None  # None: not got (asked again when needed)
+        self.packages: Dict[str, Dict[str, Any]] = {}
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.revision = code_revision()
+            for python in self.pythons:
+                self.packages[python] = interpreter_packages(python)
+        except Exception:  # asked again in the export's own thread, where a failure is reported as before
+            pass
+
+
+def reproduce_record(report: Dict[str, Any], early: Optional[Early] = None) -> Dict[str, Any]:
+    """The reproduce section of report.json (the lock file's text is written beside it, not held here).
+
+    `early`: the revision and package lists asked already; an interpreter it did not ask is asked now.
+    """
     jobs = report["jobs"]
-    packages = interpreter_packages(job_interpreter(jobs))
+    python = job_interpreter(jobs)
+    if early is not None:
+        early.join()
+    packages = early.packages.get(python) if early is not None else None
+    if packages is None:
+        packages = interpreter_packages(python)
+    revision = early.revision if early is not None else None
     env: Dict[str, Any] = {}
     for j in jobs:  # every job's allow-listed (and masked) variables; a later job's value wins
         env.update(j.get("env") or {})
     return {
-        "revision": code_revision(),
+        "revision": revision if revision is not None else code_revision(),
         "host": host_facts(),
         "interpreter": {k: packages[k] for k in ("python", "version", "packages", "error")},
         "_lock": lock_text(packages, report["session"]["id"]),

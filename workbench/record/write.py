@@ -190,6 +190,20 @@ def handoff(files: SessionFiles, folds: Dict[str, JobRecord]) -> FoldedSession:
     return FoldedSession(records=dict(folds), tails=tails)
 
 
+def _job_pythons(files: SessionFiles) -> List[Any]:
+    """The interpreters the session's job.json files name, latest job first (the one the record will ask about)."""
+    pythons = []
+    for entry in reversed(files.under("jobs/")):
+        if entry.rel.count("/") == 2 and entry.rel.endswith("/job.json") and entry.data is not None:
+            try:
+                spec = json.loads(entry.data)
+            except ValueError:
+                continue
+            if isinstance(spec, dict):
+                pythons.append(spec.get("python"))
+    return pythons
+
+
 def screenshot_record(shooter: Optional[Screenshooter], out: Path, folded: FoldedSession) -> Dict[str, Any]:
     """Ask the UI side's shooter for the screen pictures; its failure is reported in the record, not raised."""
     if shooter is None:
@@ -223,9 +237,11 @@ def _export_entries(folder: Path, skip: List[str]) -> List[Entry]:
     return entries
 
 
-def write_package(report: Dict[str, Any], files: SessionFiles, stage: Path) -> Dict[str, Any]:
+def write_package(
+    report: Dict[str, Any], files: SessionFiles, stage: Path, early: Optional[reproduce.Early] = None
+) -> Dict[str, Any]:
     """reproduce/: revision, package lock, commands, model code and the reference sets; returns the paths written."""
-    rep = reproduce.reproduce_record(report)
+    rep = reproduce.reproduce_record(report, early)
     lock = rep.pop("_lock")
     write_text(stage / reproduce_md.LOCK, lock)
     write_json(stage / reproduce_md.REVISION, rep["revision"])
@@ -285,6 +301,7 @@ def export_session(
     spill = Path(tempfile.mkdtemp(prefix="ms-workbench-export-"))
     tables: Dict[str, StepTable] = {}
     folds: Dict[str, JobRecord] = {}
+    early = reproduce.Early(_job_pythons(files))
     try:
         scrubber, masked = scrub_session(files, spill)
         report = collect(store, sid, files, scrubber, step_tables=tables, folds=folds)
@@ -294,8 +311,11 @@ def export_session(
             commands["export"] = store.command("run", "export", "--session", sid, "--set", "export.from=%s" % cand.run)
         report["candidate"] = lineage.lineage(report, cand, len(candidate.history(session_dir)), commands)
         folded = handoff(files, folds) if screenshots is not None else FoldedSession()
-        return _write_record(store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded)
+        return _write_record(
+            store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded, early
+        )
     finally:
+        early.join()  # its subprocesses end within their timeout; none outlives the export
         for table in tables.values():
             table.close()
         shutil.rmtree(str(spill), ignore_errors=True)
@@ -312,6 +332,7 @@ def _write_record(
     export_dir: Path,
     screenshots: Optional[Screenshooter],
     folded: FoldedSession,
+    early: Optional[reproduce.Early] = None,
 ) -> Path:
     """Stage the record's files, swap them in, then write the manifest and the archive."""
     export_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -337,7 +358,7 @@ def _write_record(
             "figures": figures(report, stage, files),
             "masked": masked,
         }
-        report["files"].update(write_package(report, files, stage))
+        report["files"].update(write_package(report, files, stage, early))
         report["files"]["screenshots"] = shots.result()
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
