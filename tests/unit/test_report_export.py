@@ -391,3 +391,24 @@ def test_export_into_its_own_export_folder_by_name_is_allowed(tmp_path):
     copy_recorded(root)
     out = export_session(SessionStore(root), SID, root / SID / "export")
     assert (out / "report.md").is_file() and out == root / SID / "export"
+
+
+def test_a_large_file_hashed_while_the_session_is_folded_verifies_in_the_archive(tmp_path, monkeypatch):
+    """Files read from disk (over the in-memory limit) are hashed in a thread: session.sha256 still verifies."""
+    import workbench.record.write as write
+
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    big = root / SID / "jobs" / "train-001" / "big.bin"
+    big.write_bytes(os.urandom(1 << 20) * 9)  # over the 8 MB in-memory limit
+    hashed = []
+    real_run = write._Hashes.run
+    monkeypatch.setattr(write._Hashes, "run", lambda self: (hashed.extend(e.rel for e in self.entries), real_run(self)))
+    out = export_session(SessionStore(root), SID, tmp_path / "handover")
+    assert "jobs/train-001/big.bin" in hashed  # the thread did hash it
+    with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
+        tar.extractall(str(tmp_path / "unpacked"), filter="data")
+    listed = (tmp_path / "unpacked" / SID / "export" / "session.sha256").read_text()
+    assert "%s  jobs/train-001/big.bin" % hashlib.sha256(big.read_bytes()).hexdigest() in listed
+    proc = _sha256sum("export/session.sha256", tmp_path / "unpacked" / SID)
+    assert proc.returncode == 0, proc.stdout[-2000:]

@@ -302,8 +302,10 @@ def export_session(
     tables: Dict[str, StepTable] = {}
     folds: Dict[str, JobRecord] = {}
     early = reproduce.Early(_job_pythons(files))
+    hashing: Optional[_Hashes] = None
     try:
         scrubber, masked = scrub_session(files, spill)
+        hashing = _Hashes(files)  # the session manifest's hashes of large files, while the session is folded
         report = collect(store, sid, files, scrubber, step_tables=tables, folds=folds)
         cand = candidate.current(session_dir)
         commands = {"freeze": store.command("freeze", sid)}
@@ -312,10 +314,12 @@ def export_session(
         report["candidate"] = lineage.lineage(report, cand, len(candidate.history(session_dir)), commands)
         folded = handoff(files, folds) if screenshots is not None else FoldedSession()
         return _write_record(
-            store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded, early
+            store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded, early, hashing
         )
     finally:
         early.join()  # its subprocesses end within their timeout; none outlives the export
+        if hashing is not None:
+            hashing.join()
         for table in tables.values():
             table.close()
         shutil.rmtree(str(spill), ignore_errors=True)
@@ -333,6 +337,7 @@ def _write_record(
     screenshots: Optional[Screenshooter],
     folded: FoldedSession,
     early: Optional[reproduce.Early] = None,
+    hashing: Optional[threading.Thread] = None,
 ) -> Path:
     """Stage the record's files, swap them in, then write the manifest and the archive."""
     export_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -365,6 +370,8 @@ def _write_record(
         write_text(stage / "report.md", markdown.render(report))
         write_json(stage / "report.json", report)
         _scrub_tree(stage, scrubber)
+        if hashing is not None:
+            hashing.join()
         _seal(stage, sid, files)
         _swap_in(stage, export_dir)
     finally:
@@ -372,6 +379,23 @@ def _write_record(
         if stage.exists():
             shutil.rmtree(str(stage), ignore_errors=True)
     return export_dir
+
+
+class _Hashes(threading.Thread):
+    """The SHA-256 of the snapshot's files left on disk (the large ones), in a thread: hashlib works without the
+    interpreter lock, so on a second core; the manifest reads the same Entry.sha256 afterwards (joined first)."""
+
+    def __init__(self, files: SessionFiles):
+        super().__init__(name="export-hashes", daemon=True)
+        self.entries = [e for _, e in sorted(files.entries.items()) if e.data is None]
+        self.start()
+
+    def run(self) -> None:
+        try:
+            for entry in self.entries:
+                entry.sha256  # noqa: B018  (computed and kept by the entry)
+        except OSError:  # a file gone: the manifest, hashing again in the export's thread, reports it
+            pass
 
 
 class _Pictures(threading.Thread):
