@@ -357,7 +357,7 @@ def test_a_full_disk_while_sealing_leaves_the_previous_record_whole(tmp_path, mo
     with pytest.raises(OSError, match="No space left"):
         export_session(store, SID, None)
     assert _hashes(first) == before and _sha256sum("manifest.sha256", first).returncode == 0
-    assert not [p for p in (root / SID).iterdir() if p.name.startswith(".export-")]
+    assert not [p for p in (root / SID).iterdir() if p.name.startswith((".export-", ".archive-head"))]
 
 
 @pytest.mark.parametrize("where", ["other/export", "other", "own/rec", "own", "root", "parent"])
@@ -412,3 +412,22 @@ def test_a_large_file_hashed_while_the_session_is_folded_verifies_in_the_archive
     assert "%s  jobs/train-001/big.bin" % hashlib.sha256(big.read_bytes()).hexdigest() in listed
     proc = _sha256sum("export/session.sha256", tmp_path / "unpacked" / SID)
     assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_an_export_stopped_while_folding_leaves_no_thread_nor_file(tmp_path, monkeypatch):
+    """Ctrl+C during the fold: the archive's head (begun in a thread) is stopped and removed, the threads joined."""
+    import threading
+
+    import workbench.record.write as write
+
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(write, "collect", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        export_session(SessionStore(root), SID, None)
+    assert not [p for p in (root / SID).iterdir() if p.name.startswith((".export-", ".archive-head"))]
+    assert not [t for t in threading.enumerate() if t.name.startswith("export-")]

@@ -104,3 +104,54 @@ def test_large_files_are_hashed_and_archived_from_disk(tmp_path, monkeypatch):
     archive = write_archive(tmp_path / "s.tar.gz", "s", [entry])
     with tarfile.open(str(archive)) as tar:
         assert tar.extractfile("s/big.ckpt").read() == b"z" * 1000
+
+
+def _members(archive: Path) -> dict:
+    with tarfile.open(str(archive)) as tar:
+        return {m.name: (m.type, m.mode, tar.extractfile(m).read() if m.isfile() else None) for m in tar.getmembers()}
+
+
+def test_an_archive_begun_in_a_thread_holds_what_one_pass_writes(tmp_path, monkeypatch):
+    """The session's part written first (ArchiveHead), the export's appended as a second gzip member: the same
+    members and bytes; the real gzip and tar read it whole."""
+    import workbench.record.manifest as manifest
+
+    monkeypatch.setattr(manifest, "IN_MEMORY_LIMIT_BYTES", 100)  # the artifact is read from disk in the thread
+    root = tmp_path / "sid"
+    _tree(root)
+    (root / "export").mkdir(exist_ok=True)
+    files = SessionFiles.snapshot(root, exclude=("export",))
+    late = SessionFiles.snapshot(root / "export").entries["old-report.md"]
+    late.rel = "export/old-report.md"
+    one = write_archive(tmp_path / "one.tar.gz", "sid", list(files.entries.values()) + [late], files.dirs + ["export"])
+    head = manifest.ArchiveHead(tmp_path, "sid", list(files.entries.values()), files.dirs)
+    two = write_archive(tmp_path / "two.tar.gz", "sid", [late], ["export"], head=head)
+    assert _members(two) == _members(one) and len(_members(one)) > 5
+    assert not head.path.exists()  # taken into the archive
+    assert subprocess.run(["gzip", "-t", str(two)]).returncode == 0
+    listed = subprocess.run(["tar", "-tzf", str(two)], capture_output=True, text=True, check=True)
+    assert listed.stderr == ""
+    assert sorted(n.rstrip("/") for n in listed.stdout.splitlines()) == sorted(_members(one))
+
+
+def test_an_archive_head_cancelled_or_failed_leaves_no_file(tmp_path):
+    root = tmp_path / "sid"
+    _tree(root)
+    files = SessionFiles.snapshot(root)
+    import workbench.record.manifest as manifest
+
+    head = manifest.ArchiveHead(tmp_path, "sid", list(files.entries.values()), files.dirs)
+    head.cancel()
+    assert not list(tmp_path.glob(".archive-head.*"))
+    gone = SessionFiles.snapshot(root)
+    entry = gone.get("session.json")
+    entry.data, entry.path, entry.length = None, root / "no-such-file", 5
+    head = manifest.ArchiveHead(tmp_path, "sid", [entry])
+    try:
+        write_archive(tmp_path / "x.tar.gz", "sid", [], head=head)
+    except FileNotFoundError:
+        pass
+    else:
+        raise AssertionError("the head's failure was not raised")
+    head.cancel()
+    assert not list(tmp_path.glob(".archive-head.*")) and not list(tmp_path.glob(".x.tar.gz.*"))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
 import tarfile
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,8 +173,9 @@ def parse_manifest(text: str) -> Dict[str, str]:
 class _ChunkReader(io.RawIOBase):
     """A file-like view of an entry's recorded content (tarfile reads exactly `size` bytes of it)."""
 
-    def __init__(self, entry: Entry):
+    def __init__(self, entry: Entry, stop: Optional[threading.Event] = None):
         super().__init__()
+        self._stop = stop
         self._chunks = entry.chunks()
         self._buf, self._pos = b"", 0
 
@@ -184,6 +187,8 @@ class _ChunkReader(io.RawIOBase):
             out = self._buf[self._pos :] + b"".join(self._chunks)
             self._buf, self._pos = b"", 0
             return out
+        if self._stop is not None and self._stop.is_set():
+            raise _Stopped()
         parts, want = [], n
         while want > 0:
             if self._pos >= len(self._buf):
@@ -197,33 +202,98 @@ class _ChunkReader(io.RawIOBase):
         return b"".join(parts)
 
 
-def write_archive(path: Path, top: str, entries: Sequence[Entry], dirs: Sequence[str] = ()) -> Path:
-    """Write `top/<rel>` for every entry into a gzip tar, atomically (temp file + rename)."""
+def _add_dir(tar: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+    tar.addfile(info)
+
+
+def _add_file(tar: tarfile.TarFile, top: str, entry: Entry, stop: Optional[threading.Event] = None) -> None:
+    info = tarfile.TarInfo("%s/%s" % (top, entry.rel))
+    info.mode = 0o644
+    info.mtime = int(entry.mtime or time.time())
+    if entry.data is not None:
+        info.size = len(entry.data)
+        tar.addfile(info, io.BytesIO(entry.data))
+    else:
+        info.size = entry.size
+        tar.addfile(info, _ChunkReader(entry, stop))
+
+
+class _Stopped(Exception):
+    """The archive's head was cancelled (the export stopped)."""
+
+
+class ArchiveHead(threading.Thread):
+    """The archive's first part, the session's folders and files, written in a thread to a gzip member while the
+    export folds (file reads and zlib run without the interpreter lock); write_archive appends the rest to it."""
+
+    def __init__(self, folder: Path, top: str, entries: Sequence[Entry], dirs: Sequence[str] = ()):
+        super().__init__(name="export-archive", daemon=True)
+        fd, tmp = tempfile.mkstemp(prefix=".archive-head.", suffix=".tmp", dir=str(folder))
+        os.close(fd)
+        self.path = Path(tmp)
+        self.top, self.entries, self.dirs = top, list(entries), list(dirs)
+        self.error: Optional[BaseException] = None
+        self.stop = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        try:
+            with open(str(self.path), "wb") as raw:
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as gz:
+                    tar = tarfile.TarFile(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT)
+                    _add_dir(tar, self.top)
+                    for rel in self.dirs:
+                        _add_dir(tar, "%s/%s" % (self.top, rel))
+                    for entry in self.entries:
+                        _add_file(tar, self.top, entry, self.stop)
+                    # not closed: the end-of-archive blocks come after the rest, in write_archive's member
+        except BaseException as exc:  # raised where the archive is finished (a full disk says so there)
+            self.error = exc
+
+    def cancel(self) -> None:
+        """Stop (the export ended without sealing) and remove the file."""
+        self.stop.set()
+        self.join()
+        if self.path.exists():
+            os.unlink(str(self.path))
+
+
+def write_archive(
+    path: Path, top: str, entries: Sequence[Entry], dirs: Sequence[str] = (), head: Optional[ArchiveHead] = None
+) -> Path:
+    """Write `top/<rel>` for every entry into a gzip tar, atomically (temp file + rename).
+
+    With `head` the archive starts with what it wrote (its folders and files, then these): its gzip member is
+    followed by a second one, which gzip, tar and Python read as one stream.
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=str(path.parent))
     os.close(fd)
     try:
         # gzip level 1, not tarfile's 9 (nor the default 6): compressing long event files was the largest single
         # cost of an export after the fold; level 1 takes half the time of 6 for an archive about a fifth larger
-        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT, compresslevel=1) as tar:
-            top_info = tarfile.TarInfo(top)
-            top_info.type, top_info.mode, top_info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-            tar.addfile(top_info)
-            for rel in dirs:
-                info = tarfile.TarInfo("%s/%s" % (top, rel))
-                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-                tar.addfile(info)
-            for entry in entries:
-                info = tarfile.TarInfo("%s/%s" % (top, entry.rel))
-                info.mode = 0o644
-                info.mtime = int(entry.mtime or time.time())
-                if entry.data is not None:
-                    info.size = len(entry.data)
-                    tar.addfile(info, io.BytesIO(entry.data))
-                else:
-                    info.size = entry.size
-                    tar.addfile(info, _ChunkReader(entry))
-            # The archive ends up on disk in one piece or not at all.
+        if head is None:
+            with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT, compresslevel=1) as tar:
+                _add_dir(tar, top)
+                for rel in dirs:
+                    _add_dir(tar, "%s/%s" % (top, rel))
+                for entry in entries:
+                    _add_file(tar, top, entry)
+        else:
+            head.join()
+            if head.error is not None:
+                raise head.error
+            os.replace(str(head.path), tmp)
+            with open(tmp, "ab") as raw:
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as gz:
+                    with tarfile.TarFile(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                        for rel in dirs:
+                            _add_dir(tar, "%s/%s" % (top, rel))
+                        for entry in entries:
+                            _add_file(tar, top, entry)
+        # The archive ends up on disk in one piece or not at all.
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, str(path))

@@ -21,6 +21,7 @@ from workbench.record.collect import FORMAT, collect
 from workbench.record.manifest import (
     IN_MEMORY_LIMIT_BYTES,
     MANIFEST_NAME,
+    ArchiveHead,
     Entry,
     SessionFiles,
     write_archive,
@@ -303,9 +304,12 @@ def export_session(
     folds: Dict[str, JobRecord] = {}
     early = reproduce.Early(_job_pythons(files))
     hashing: Optional[_Hashes] = None
+    head: Optional[ArchiveHead] = None
     try:
         scrubber, masked = scrub_session(files, spill)
         hashing = _Hashes(files)  # the session manifest's hashes of large files, while the session is folded
+        export_dir.parent.mkdir(parents=True, exist_ok=True)
+        head = ArchiveHead(export_dir.parent, sid, _session_entries(files), list(files.dirs))  # packed meanwhile
         report = collect(store, sid, files, scrubber, step_tables=tables, folds=folds)
         cand = candidate.current(session_dir)
         commands = {"freeze": store.command("freeze", sid)}
@@ -314,12 +318,14 @@ def export_session(
         report["candidate"] = lineage.lineage(report, cand, len(candidate.history(session_dir)), commands)
         folded = handoff(files, folds) if screenshots is not None else FoldedSession()
         return _write_record(
-            store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded, early, hashing
+            store, sid, files, scrubber, masked, report, tables, export_dir, screenshots, folded, early, hashing, head
         )
     finally:
         early.join()  # its subprocesses end within their timeout; none outlives the export
         if hashing is not None:
             hashing.join()
+        if head is not None:
+            head.cancel()  # sealed: its file was taken; otherwise stopped and removed
         for table in tables.values():
             table.close()
         shutil.rmtree(str(spill), ignore_errors=True)
@@ -338,6 +344,7 @@ def _write_record(
     folded: FoldedSession,
     early: Optional[reproduce.Early] = None,
     hashing: Optional[threading.Thread] = None,
+    head: Optional[ArchiveHead] = None,
 ) -> Path:
     """Stage the record's files, swap them in, then write the manifest and the archive."""
     export_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -372,7 +379,7 @@ def _write_record(
         _scrub_tree(stage, scrubber)
         if hashing is not None:
             hashing.join()
-        _seal(stage, sid, files)
+        _seal(stage, sid, files, head)
         _swap_in(stage, export_dir)
     finally:
         shots.result()  # never leave the child drawing into a folder being removed
@@ -417,10 +424,16 @@ class _Pictures(threading.Thread):
         return self.got
 
 
-def _seal(stage: Path, sid: str, files: SessionFiles) -> None:
-    """session.sha256 and manifest.sha256 (each relative to the folder it verifies), then the archive."""
+def _session_entries(files: SessionFiles) -> List[Entry]:
+    return sorted(files.entries.values(), key=lambda e: e.rel)
+
+
+def _seal(stage: Path, sid: str, files: SessionFiles, head: Optional[ArchiveHead] = None) -> None:
+    """session.sha256 and manifest.sha256 (each relative to the folder it verifies), then the archive.
+
+    `head`: the session's part of the archive, written already; the export's part follows it."""
     archive_name = "%s.tar.gz" % sid
-    session_entries = sorted(files.entries.values(), key=lambda e: e.rel)
+    session_entries = _session_entries(files)
     write_manifest(stage / SESSION_MANIFEST, session_entries)
     own = _export_entries(stage, [MANIFEST_NAME, archive_name])
     write_manifest(stage / MANIFEST_NAME, own)
@@ -429,7 +442,12 @@ def _seal(stage: Path, sid: str, files: SessionFiles) -> None:
         for e in _export_entries(stage, [archive_name])
     ]
     export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in packed if e.rel.count("/") > 1})
-    write_archive(stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs)
+    if head is None:
+        write_archive(
+            stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs
+        )
+    else:
+        write_archive(stage / archive_name, sid, packed, [EXPORT_DIR] + export_dirs, head=head)
 
 
 def _class_names(report: Dict[str, Any]) -> List[str]:
