@@ -30,7 +30,7 @@ PY = sys.executable
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8")
 # what the summary quotes from each log: goal/verdict lines and the job-vs-bare interval
 KEY_LINE = re.compile(
-    r"^(?!round |[{\[])(goal|job vs|job-uncapped vs|final val|verdict|.*\bnot settled\b|.*\bwithin 5\b|burst|frozen by|.*: export ÷)",
+    r"^(?!round |[{\[])(goal|job vs|job-uncapped vs|final val|verdict|[a-z]+ arm: |.*\bnot settled\b|.*\bwithin 5\b|burst|frozen by|.*: export ÷)",
     re.I,
 )
 
