@@ -5,12 +5,16 @@ import io
 import os
 import pickle
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.scale_sessions import SID, build_session
+from tests.support.cli import cli_env
 from tests.support.fold_state import record_state
 from workbench.fold.backlog import Backlog, decode, fold_backlog
 from workbench.fold.handoff import FoldedSession
@@ -241,3 +245,43 @@ def test_while_a_child_folds_the_status_counts_what_it_has_read(tmp_path):
     assert tracker.reading() == (size // 4) / size
     tracker.read_elsewhere = None  # handed over: the readers say it from here
     assert tracker.reading() == 0.0
+
+
+_UI_STAND_IN = """
+import os, signal, sys, time
+from workbench.fold.backlog import Backlog
+from workbench.session.store import SessionStore
+from workbench.views.session import RECENT_EVENTS, listed
+backlog = Backlog.start(SessionStore(sys.argv[1]), sys.argv[2], listed, RECENT_EVENTS, work=lambda: signal.pause())
+print(backlog.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid):
+    """False once the process is gone or a zombie (dead, not yet reaped by whoever adopted it)."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_child_still_folding_when_the_ui_is_killed_dies_with_it(tmp_path):
+    build_session(tmp_path, "train", 300)
+    ui = subprocess.Popen(
+        [sys.executable, "-c", _UI_STAND_IN, str(tmp_path), SID],
+        stdout=subprocess.PIPE,
+        env=cli_env(),
+    )
+    child = int(ui.stdout.readline())
+    assert _running(child)
+    ui.kill()  # SIGKILL: no handler of the UI's runs
+    ui.wait()
+    ui.stdout.close()
+    deadline = time.monotonic() + 30
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _running(child):
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("the backlog child %d outlived its killed UI" % child)

@@ -25,6 +25,7 @@ from workbench.fold.tracker import JobTracker
 from workbench.session.store import SessionStore
 from workbench.system.regular import open_regular
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 RECENT_BYTES = 256 << 10  # the first look back from a fold's end for the events the Session screen lists
 Listed = Callable[[List[Dict[str, Any]]], List[Dict[str, Any]]]
 
@@ -127,6 +128,7 @@ class Backlog:
 
         `work` (a test's) stands for the fold the child runs and returns a FoldedSession.
         """
+        parent = os.getpid()
         try:
             shared = mmap.mmap(-1, 8)  # anonymous and shared with the child: its bytes read, for the status bar
             rfd, wfd = os.pipe()
@@ -140,7 +142,7 @@ class Backlog:
                 done[0] += n
                 struct.pack_into("q", shared, 0, done[0])
 
-            _child(rfd, wfd, nice, work or (lambda: fold_backlog(store, sid, listed, want, progress)))
+            _child(rfd, wfd, nice, work or (lambda: fold_backlog(store, sid, listed, want, progress)), parent)
         os.close(wfd)
         return cls(pid, rfd, shared)
 
@@ -206,13 +208,26 @@ class Backlog:
         return os.waitstatus_to_exitcode(status)
 
 
-def _child(rfd: int, wfd: int, nice: int, work: Callable[[], FoldedSession]) -> None:
+def _die_with(parent: int) -> None:
+    """Linux: the kernel kills this child when the UI that forked it dies (SIGKILL, a lost SSH link), so no fold runs on."""
+    try:
+        import ctypes  # only in the child: the UI's start-up does not pay for it
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl (not Linux): the child ends when its pipe is gone, as before
+        return
+    if os.getppid() != parent:  # the UI died before prctl took effect
+        os._exit(1)
+
+
+def _child(rfd: int, wfd: int, nice: int, work: Callable[[], FoldedSession], parent: int) -> None:
     """The forked child: fold, send, exit; it never returns, never runs the parent's exit handlers or draws."""
     code = 1
     try:
         # A session of its own, as the runner starts jobs: with autogroup scheduling (Linux's default) a loaded
         # machine shares the CPU between sessions, so in the UI's session the fold would halve the UI's share.
         os.setsid()
+        _die_with(parent)
         os.close(rfd)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # the UI's terminal is not the child's to write on
