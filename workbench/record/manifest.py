@@ -242,7 +242,8 @@ class ArchiveHead(threading.Thread):
         try:
             with open(str(self.path), "wb") as raw:
                 with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as gz:
-                    tar = tarfile.TarFile(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT)
+                    # tarfile copies 16 KB at a time by default: each copy takes the interpreter lock back from the fold
+                    tar = tarfile.TarFile(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT, copybufsize=BLOCK)
                     _add_dir(tar, self.top)
                     for rel in self.dirs:
                         _add_dir(tar, "%s/%s" % (self.top, rel))
@@ -274,25 +275,20 @@ def write_archive(
     try:
         # gzip level 1, not tarfile's 9 (nor the default 6): compressing long event files was the largest single
         # cost of an export after the fold; level 1 takes half the time of 6 for an archive about a fifth larger
-        if head is None:
-            with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT, compresslevel=1) as tar:
-                _add_dir(tar, top)
-                for rel in dirs:
-                    _add_dir(tar, "%s/%s" % (top, rel))
-                for entry in entries:
-                    _add_file(tar, top, entry)
-        else:
+        if head is not None:
             head.join()
             if head.error is not None:
                 raise head.error
             os.replace(str(head.path), tmp)
-            with open(tmp, "ab") as raw:
-                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as gz:
-                    with tarfile.TarFile(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                        for rel in dirs:
-                            _add_dir(tar, "%s/%s" % (top, rel))
-                        for entry in entries:
-                            _add_file(tar, top, entry)
+        with open(tmp, "wb" if head is None else "ab") as raw:
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as gz:
+                with tarfile.TarFile(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT, copybufsize=BLOCK) as tar:
+                    if head is None:
+                        _add_dir(tar, top)
+                    for rel in dirs:
+                        _add_dir(tar, "%s/%s" % (top, rel))
+                    for entry in entries:
+                        _add_file(tar, top, entry)
         # The archive ends up on disk in one piece or not at all.
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
