@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Sequence
 
+from tests.support.waiting import poll_until
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -56,7 +58,8 @@ def run_pair(commands: Dict[str, Sequence[str]], base: Path, timeout_s: float = 
             rc = proc.wait()
         log.close()
         reports[name] = {"rc": rc, "tmp": tmp}
-    time.sleep(2.0)  # a detached job cancelled at the end gets its moment to exit
+    # a detached job cancelled at the end gets its moment to exit: wait until none carries a TMPDIR (or 10 s)
+    poll_until(lambda: not any(processes_with_env("TMPDIR", str(r["tmp"])) for r in reports.values()), 10.0)
     for name, rep in reports.items():
         tmp = rep.pop("tmp")
         rep["left_in_tmp"] = sorted(p.name for p in tmp.iterdir())

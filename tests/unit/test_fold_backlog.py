@@ -7,7 +7,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 from bench.scale_sessions import SID, build_session
 from tests.support.cli import cli_env
 from tests.support.fold_state import record_state
+from tests.support.waiting import poll_until
 from workbench.fold.backlog import Backlog, decode, fold_backlog
 from workbench.fold.handoff import FoldedSession
 from workbench.fold.tracker import JobTracker
@@ -248,13 +248,13 @@ def test_while_a_child_folds_the_status_counts_what_it_has_read(tmp_path):
 
 
 _UI_STAND_IN = """
-import os, signal, sys, time
+import os, signal, sys
 from workbench.fold.backlog import Backlog
 from workbench.session.store import SessionStore
 from workbench.views.session import RECENT_EVENTS, listed
 backlog = Backlog.start(SessionStore(sys.argv[1]), sys.argv[2], listed, RECENT_EVENTS, work=lambda: signal.pause())
 print(backlog.pid, flush=True)
-time.sleep(600)
+signal.pause()  # until the test kills it
 """
 
 
@@ -279,9 +279,6 @@ def test_a_child_still_folding_when_the_ui_is_killed_dies_with_it(tmp_path):
     ui.kill()  # SIGKILL: no handler of the UI's runs
     ui.wait()
     ui.stdout.close()
-    deadline = time.monotonic() + 30
-    while _running(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _running(child):
+    if not poll_until(lambda: not _running(child), 30.0):
         os.kill(child, signal.SIGKILL)
         raise AssertionError("the backlog child %d outlived its killed UI" % child)
