@@ -55,11 +55,45 @@ T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.
 T95 += [2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 
-def ratio_interval(ratios: Sequence[float]) -> Optional[Tuple[float, float, float]]:
-    """(geometric mean, low, high) of paired ratios: the 95 % t interval of their logarithms; None under 2 ratios."""
+# the same at 99 % (a stricter bar for a look taken before the last round: see ratio_interval's `level`)
+T99 = [63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012, 2.977, 2.947]
+T99 += [2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750]
+
+
+def t_quantile(df: int, level: float = 0.95) -> float:
+    """Two-sided Student t quantile for 95 % or 99 % at `df` degrees of freedom (the normal one above 30)."""
+    table, normal = (T99, 2.576) if level == 0.99 else (T95, 1.96)
+    if level not in (0.95, 0.99):
+        raise ValueError("t_quantile: level %r; expected 0.95 or 0.99" % level)
+    return table[df - 1] if df <= len(table) else normal
+
+
+def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> Optional[Tuple[float, float, float]]:
+    """(geometric mean, low, high) of paired ratios: the t interval of their logarithms; None under 2 ratios."""
     if len(ratios) < 2:
         return None
     logs = [math.log(r) for r in ratios]
     mean = statistics.fmean(logs)
-    half = (T95[len(logs) - 2] if len(logs) - 1 <= len(T95) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    half = t_quantile(len(logs) - 1, level) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def rounds_to_settle(ratios: Sequence[float], bound: float) -> Optional[int]:
+    """Rounds for the 95 % interval to clear `bound` (a ratio) if the mean and spread stay as now; None if never.
+
+    The half-width shrinks as t * sd / sqrt(n): n is the least with t(n-1) * sd / sqrt(n) < |mean - log bound|.
+    """
+    if len(ratios) < 2:
+        return None
+    logs = [math.log(r) for r in ratios]
+    gap, sd = abs(statistics.fmean(logs) - math.log(bound)), statistics.stdev(logs)
+    if sd == 0:
+        return len(logs) if gap > 0 else None
+    if gap == 0:
+        return None
+    n = 2
+    while t_quantile(n - 1) * sd / math.sqrt(n) >= gap:
+        n += 1
+        if n > 100000:
+            return None
+    return n

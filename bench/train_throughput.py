@@ -19,8 +19,19 @@ after its epoch_order; the bare loop starts its clock after its permutation). Ea
 one paired ratio (the job's median steady epoch / the bare loop's, same round); the verdict comes
 from the 95 % interval of those ratios (t interval of their logarithms): "within 5 %" when the
 whole interval is at most +5 %, "not within" when all of it is above, else "not settled" (more
-rounds needed). `--until-settled` adds rounds until it is settled or `--rounds` is reached.
-Prints a table and the ratios. Not part of the test suite.
+rounds needed). `--until-settled` stops early only when the 99 % interval is settled (a look
+before the last round needs a stricter bar); `--budget-min` starts no round that would end after
+the budget. Prints a table, the ratios, the spread of every estimator on the same rounds and the
+rounds this spread would need. Not part of the test suite.
+
+Why many short rounds: one arm's steady epochs vary little within a process (sd of log ≈ 0.08 on a
+quiet machine) and a lot between processes (≈ 0.12 per arm, the two arms of a round uncorrelated),
+so extra epochs in a process buy almost nothing; the interval narrows as 1/sqrt(rounds). Two epochs
+per arm (compile + one steady) and a short validation (--val-limit, outside the timed span) make
+the most rounds per minute:
+
+  python bench/train_throughput.py --arms job,bare --epochs 2 --rounds 200 --until-settled
+      --min-rounds 20 --budget-min 12 --val-limit 600 --max-busy 0.5 --quiet-timeout 20
 
 `--model cnn` runs the same arms with the small CNN (jobs/common/models.py) instead of the MLP, plus
 `job-uncapped` (the job with train.cpu_isa_cap=none: oneDNN free to use AVX-512) and, with
@@ -32,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -44,7 +56,7 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.stats import ratio_interval  # noqa: E402
+from bench.stats import ratio_interval, rounds_to_settle  # noqa: E402
 from workbench.events.steps import expand_steps  # noqa: E402
 from workbench.run.runner import LOCK_DIR_ENV  # noqa: E402
 
@@ -57,6 +69,15 @@ GOAL_VS_BARE = 0.05  # job epoch time within 5 % of the bare loop's
 MODEL = os.environ.get("BENCH_MODEL", "mlp")
 LIMIT = int(os.environ.get("BENCH_LIMIT", "0"))
 VAL_LIMIT = 0  # the job arms' validation images (0 = all 6 000); validation is outside the timed span
+PIN: List[int] = []  # CPUs every arm's processes are held to (--pin); empty = free, as users run the job
+
+
+def _held() -> Any:
+    """The child's start-up hook that holds it (and everything it starts) to the --pin CPUs; None when not pinned."""
+    if not PIN:
+        return None
+    cpus = set(PIN)
+    return lambda: os.sched_setaffinity(0, cpus)
 
 
 def load_split():
@@ -199,12 +220,13 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
         "--set",
         "device.target=CPU",
     ]
-    proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True, env=_env())
+    # the supervisor and the job inherit the CLI's CPU affinity, so --pin holds the whole job as it holds the bare loop
+    proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True, env=_env(), preexec_fn=_held())
     if proc.returncode != 0:
         raise SystemExit("train job did not start (%s):\n%s" % (proc.returncode, proc.stderr[-2000:]))
     job_dir = Path(proc.stdout.strip().splitlines()[-1])
     while not (job_dir / "exit.json").exists():
-        time.sleep(0.5)
+        time.sleep(0.1)  # short rounds: a 0.5 s poll was a few per cent of a round
     events = [json.loads(line) for line in (job_dir / "events.jsonl").read_text().splitlines() if line.strip()]
     if events[-1].get("type") != "finished" or events[-1].get("status") != "ok":
         raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
@@ -231,7 +253,7 @@ def _env() -> Dict[str, str]:
     return env
 
 
-def cpu_busy(window_s: float = 2.0) -> float:
+def cpu_busy(window_s: float = 0.5) -> float:
     """Fraction of all CPU time that was busy during the next `window_s` (from /proc/stat)."""
 
     def sample():
@@ -267,6 +289,7 @@ def run_child(arm: str, epochs: int, python: str = sys.executable, cwd: str = ""
         # a session of its own, as the job's supervisor starts the job: with the kernel's autogroup scheduling a
         # child left in this bench's session shared its CPU with whatever else ran there (4x slower, measured)
         start_new_session=True,
+        preexec_fn=_held(),
     )
     if proc.returncode != 0:
         raise SystemExit("arm %s failed:\n%s" % (arm, proc.stderr[-3000:]))
@@ -306,9 +329,58 @@ def verdict(interval: Any, goal: float = GOAL_VS_BARE) -> str:
     return "not settled"
 
 
-def paired_ratios(raw: Dict[str, List[Dict[str, Any]]], arm: str = "job", base: str = "bare") -> List[float]:
-    """Per round: the arm's median steady epoch over the base's in the same round."""
-    return [steady(a["epoch_s"]) / steady(b["epoch_s"]) for a, b in zip(raw.get(arm, []), raw.get(base, []))]
+def paired_ratios(
+    raw: Dict[str, List[Dict[str, Any]]], arm: str = "job", base: str = "bare", of: Any = None
+) -> List[float]:
+    """Per round: the arm's estimate over the base's in the same round (default: the median steady epoch)."""
+    of = of or (lambda r: steady(r["epoch_s"]))
+    return [of(a) / of(b) for a, b in zip(raw.get(arm, []), raw.get(base, []))]
+
+
+# What one process's time can be summed up by. Only the epoch ones time the same span in both arms (an epoch from
+# its first batch to its last loss fetched, the job's per-step bookkeeping and event writing included); the per-step
+# median leaves out what the job does between steps, so it is shown for comparison and never judged on.
+ESTIMATORS = {
+    "median steady epoch": (lambda r: steady(r["epoch_s"]), True),
+    "mean steady epoch": (lambda r: statistics.fmean(r["epoch_s"][1:]), True),
+    "fastest steady epoch": (lambda r: min(r["epoch_s"][1:]), True),
+    "median step (not the same span)": (lambda r: r["step_ms_median"], False),
+}
+
+
+def estimator_table(raw: Dict[str, List[Dict[str, Any]]], arm: str = "job", base: str = "bare") -> List[str]:
+    """Markdown rows: per estimator, the between-process spread of each arm and of the paired log-ratios, and
+    the interval it would give on these same rounds (the verdict uses the first one only)."""
+    rows = [
+        "| estimator (same rounds) | sd of log, %s processes | sd of log, %s processes | sd of log-ratio | "
+        "ratio, 95 %% interval |" % (arm, base),
+        "|---|---|---|---|---|",
+    ]
+    for name, (of, _) in ESTIMATORS.items():
+        logs_a = [math.log(of(r)) for r in raw[arm]]
+        logs_b = [math.log(of(r)) for r in raw[base]]
+        ratios = paired_ratios(raw, arm, base, of)
+        interval = ratio_interval(ratios)
+        rows.append(
+            "| %s | %.3f | %.3f | %.3f | %s |"
+            % (
+                name,
+                _sd(logs_a),
+                _sd(logs_b),
+                _sd([math.log(r) for r in ratios]),
+                "%+.1f %% [%+.1f %%, %+.1f %%]" % tuple(100 * (v - 1) for v in interval) if interval else "-",
+            )
+        )
+    return rows
+
+
+def _sd(values: List[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else float("nan")
+
+
+def fits_budget(elapsed_s: float, slowest_round_s: float, budget_min: float) -> bool:
+    """Whether one more round, as slow as the slowest so far, ends within the budget (0 = no budget)."""
+    return not budget_min or elapsed_s + slowest_round_s <= 60.0 * budget_min
 
 
 def steady(values: List[float]) -> float:
@@ -321,7 +393,7 @@ def main() -> int:
     global MODEL, LIMIT, VAL_LIMIT
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=4, help="epochs per arm (>= 2; epoch 1 compiles)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
+    parser.add_argument("--rounds", type=int, default=5, help="most interleaved rounds (each: every arm once)")
     parser.add_argument("--arm", choices=("course", "bare"), help=argparse.SUPPRESS)
     parser.add_argument("--summarize", metavar="JSON", help="print the table of an earlier --json file and exit")
     parser.add_argument("--json", help="also write the raw measurements to this file")
@@ -345,11 +417,26 @@ def main() -> int:
     parser.add_argument(
         "--until-settled",
         action="store_true",
-        help="after --min-rounds, stop as soon as the job-vs-bare verdict is settled (at most --rounds)",
+        help="after --min-rounds, stop as soon as the job-vs-bare verdict is settled at 99 %% (a stricter bar for "
+        "a look before the last round; the verdict printed is then the 95 %% interval of all rounds run)",
+    )
+    parser.add_argument(
+        "--budget-min",
+        type=float,
+        default=0.0,
+        help="time budget in minutes: no round is started that would end after it, judged by the slowest round so "
+        "far (0 = no budget; --rounds still caps)",
     )
     parser.add_argument("--min-rounds", type=int, default=5, help="rounds before --until-settled may stop")
     parser.add_argument("--seed", type=int, default=None, help="the arms' order per round (random when not given)")
+    parser.add_argument(
+        "--pin",
+        default="",
+        help="comma-separated CPUs every arm is held to (taskset-like, both arms alike; default: free, as users run "
+        "the job); the verdict line says so",
+    )
     args = parser.parse_args()
+    PIN[:] = [int(c) for c in args.pin.split(",") if c.strip()]
     MODEL, LIMIT, VAL_LIMIT = (
         args.model,
         args.limit,
@@ -385,10 +472,15 @@ def main() -> int:
     arms += ["course-2.5"] if args.compat_python and os.path.exists(args.compat_python) else []
     arms = [a for a in arms if not args.arms or a in args.arms.split(",")]
     raw: Dict[str, List[Dict[str, Any]]] = {arm: [] for arm in arms}
+    began, slowest, stopped = time.monotonic(), 0.0, "at --rounds %d" % args.rounds
     with tempfile.TemporaryDirectory(prefix="train-throughput-") as tmp:
         # this bench's own device locks: another bench's job goes on
         os.environ[LOCK_DIR_ENV] = str(Path(tmp) / "locks")
         for rnd in range(args.rounds):
+            if rnd and not fits_budget(time.monotonic() - began, slowest, args.budget_min):
+                stopped = "by the %.1f-minute budget after %d rounds" % (args.budget_min, rnd)
+                break
+            round_began = time.monotonic()
             for arm in rng.sample(arms, len(arms)):
                 busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
                 if arm.startswith("job"):
@@ -405,10 +497,20 @@ def main() -> int:
                     % (rnd + 1, arm, " ".join("%.2f" % s for s in result["epoch_s"]), 100 * busy, result["load"]),
                     flush=True,
                 )
+            slowest = max(slowest, time.monotonic() - round_began)
             ratios = paired_ratios(raw)
             if ratios:
-                print("round %d job/bare %.3f; so far %s" % (rnd + 1, ratios[-1], _interval_text(ratios)), flush=True)
-            if args.until_settled and rnd + 1 >= args.min_rounds and verdict(ratio_interval(ratios)) != "not settled":
+                print(
+                    "round %d job/bare %.3f; so far %s; %.1f min in"
+                    % (rnd + 1, ratios[-1], _interval_text(ratios), (time.monotonic() - began) / 60.0),
+                    flush=True,
+                )
+            if (
+                args.until_settled
+                and rnd + 1 >= args.min_rounds
+                and verdict(ratio_interval(ratios, 0.99)) != "not settled"
+            ):
+                stopped = "early: settled at 99 %% after %d rounds" % (rnd + 1)
                 break
     rows = summarize(raw, args.limit or 54000)
     if args.json:
@@ -461,7 +563,30 @@ def main() -> int:
         )
     if {"job", "bare"} <= set(rows):
         # the verdict comes from the paired interval only; the pooled medians of the table are not a test
-        print("job vs bare loop, paired by round: %s" % _interval_text(paired_ratios(raw)))
+        ratios = paired_ratios(raw)
+        print(
+            "job vs bare loop, paired by round (median steady epoch, epochs 2-%d of %d images, %s, %d rounds, "
+            "stopped %s, %.1f min): %s"
+            % (
+                args.epochs,
+                args.limit or 54000,
+                "both arms held to CPU %s" % args.pin if PIN else "CPUs free as users run it",
+                len(ratios),
+                stopped,
+                (time.monotonic() - began) / 60.0,
+                _interval_text(ratios),
+            )
+        )
+        if len(ratios) > 1:
+            print()
+            print("\n".join(estimator_table(raw)))
+            print()
+            need = rounds_to_settle(ratios, 1.0 + GOAL_VS_BARE)
+            print(
+                "at this spread (sd of the log-ratio %.3f) and mean, the 95 %% interval would clear +5 %% after about "
+                "%s rounds; the half-width shrinks as 1/sqrt(rounds)"
+                % (_sd([math.log(r) for r in ratios]), need if need else "no number of")
+            )
     if {"job", "job-uncapped"} <= set(rows):
         # the ISA cap's effect, paired by round like job/bare: uncapped epoch time over capped, and what it changes
         # in the results (same seeds, so any difference in macro-F1 comes from the kernels oneDNN picked)

@@ -1,0 +1,64 @@
+"""bench/train_throughput.py and bench/stats.py: the job-vs-bare verdict, its interval, the budget, the estimators."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from bench.stats import ratio_interval, rounds_to_settle, t_quantile
+from bench.train_throughput import estimator_table, fits_budget, paired_ratios, verdict
+
+
+def _run(epochs, step_ms=1.0):
+    return {"epoch_s": epochs, "step_ms_median": step_ms}
+
+
+def test_verdict_says_within_only_when_the_whole_interval_is_at_most_plus_5_percent():
+    assert verdict((1.0, 0.97, 1.05)) == "within 5 %"
+    assert verdict((1.0, 0.97, 1.051)) == "not settled"
+    assert verdict((1.1, 1.051, 1.2)) == "not within"
+    assert verdict((1.06, 1.05, 1.2)) == "not settled"
+    assert verdict(None) == "not settled"
+
+
+def test_the_99_percent_interval_is_wider_than_the_95_percent_one():
+    ratios = [0.9, 1.1, 1.0, 0.95, 1.08]
+    mean95, low95, high95 = ratio_interval(ratios)
+    mean99, low99, high99 = ratio_interval(ratios, 0.99)
+    assert mean95 == mean99 and low99 < low95 and high99 > high95
+    assert t_quantile(40) == 1.96 and t_quantile(40, 0.99) == 2.576
+
+
+def test_rounds_to_settle_is_the_first_count_whose_interval_clears_the_bound():
+    ratios = [math.exp(v) for v in (-0.2, 0.15, -0.05, 0.1, -0.1)]
+    logs = [math.log(r) for r in ratios]
+    gap, sd = abs(statistics.fmean(logs) - math.log(1.05)), statistics.stdev(logs)
+    n = rounds_to_settle(ratios, 1.05)
+    assert n is not None
+    assert t_quantile(n - 1) * sd / math.sqrt(n) < gap <= t_quantile(n - 2) * sd / math.sqrt(n - 1)
+
+
+def test_rounds_to_settle_says_never_when_the_mean_sits_on_the_bound():
+    assert rounds_to_settle([1.05 * 0.9, 1.05 / 0.9], 1.05) is None
+    assert rounds_to_settle([1.0], 1.05) is None
+
+
+def test_the_budget_refuses_a_round_that_would_end_after_it():
+    assert fits_budget(500.0, 20.0, 12.0)
+    assert not fits_budget(710.0, 20.0, 12.0)
+    assert fits_budget(10_000.0, 20.0, 0.0)
+
+
+def test_paired_ratios_and_the_estimators_leave_out_the_compile_epoch():
+    raw = {
+        "job": [_run([9.0, 1.1, 1.3, 1.2], 2.0), _run([9.0, 1.0, 1.0, 1.0], 1.0)],
+        "bare": [_run([1.0, 1.0, 1.0, 1.0], 1.0), _run([5.0, 2.0, 2.0, 2.0], 4.0)],
+    }
+    assert paired_ratios(raw) == [1.2, 0.5]
+    rows = estimator_table(raw)
+    assert rows[2].startswith("| median steady epoch |")
+    by_name = {row.split(" | ")[0].lstrip("| "): row for row in rows[2:]}
+    assert "not the same span" in " ".join(by_name)
+    fastest = by_name["fastest steady epoch"]
+    # fastest: 1.1/1.0 and 1.0/2.0
+    assert "| %.3f |" % (abs(math.log(1.1) - math.log(0.5)) / math.sqrt(2)) in fastest
