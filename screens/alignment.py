@@ -284,6 +284,11 @@ class AlignmentScreen(WorkbenchScreen):
         self.set_interval(1.0, self.refresh_weights)
         self.call_after_refresh(self.refresh_weights)  # a Select takes options once its overlay is mounted
 
+    async def refold(self) -> None:
+        await super().refold()
+        self._weights_picked = False
+        self.refresh_weights()
+
     def refresh_weights(self) -> None:
         """Offer the runs with weights (the candidate's first by default) and initial weights as an explicit choice."""
         jobs, cand = self._train_jobs(), self._candidate_run()

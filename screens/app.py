@@ -157,6 +157,19 @@ class WorkbenchApp(App):
         self.last_refusal: Optional[str] = None  # why the last start from a screen was refused
         self.last_started: Optional[Tuple[str, str]] = None  # (jid, the recipe it ran with) of the last start
 
+    async def adopt(self, folded: FoldedSession) -> None:
+        """Take the export's fold after the screens were built on none (the record's pictures): fresh models from
+        the fold, every screen to draw again, and the pickers of runs offered again."""
+        self.tracker = JobTracker(self.store, self.sid)
+        self.views = build_views(self.tracker.model)
+        self.events_ingested = 0
+        self._apply(self.tracker.adopt(folded))
+        for stack in self._screen_stacks.values():
+            for screen in stack:
+                refold = getattr(screen, "refold", None)
+                if refold is not None:
+                    await refold()
+
     @property
     def refresh_hz(self) -> float:
         """Redraw rate of charts and tables (1 Hz in low-bandwidth mode)."""

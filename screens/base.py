@@ -118,6 +118,11 @@ class WorkbenchScreen(Screen[None]):
         """Draw again at the next refresh although the model did not change (a resize, a toggle, a form note)."""
         self._rendered = -1
 
+    async def refold(self) -> None:
+        """The app's models were replaced (the record's pictures: the export's fold came after the screens were
+        built): draw again, and offer again, as to no one who picked yet, what it offers from the jobs (override)."""
+        self.invalidate()
+
     def on_mount(self) -> None:
         self.invalidate()
         self._timer = self.set_interval(1.0 / self.wb_app.refresh_hz, self.maybe_refresh)

@@ -156,6 +156,11 @@ class ExportScreen(WorkbenchScreen):
         self.set_interval(PICKER_EVERY_S, self.refresh_picker)
         self.refresh_picker()
 
+    async def refold(self) -> None:
+        await super().refold()
+        self._picked = False
+        self.refresh_picker()
+
     def refresh_picker(self) -> None:
         """Offer the session's training jobs; keep the pick, else follow the latest ok one."""
         jobs = self._train_jobs()

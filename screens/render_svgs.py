@@ -3,8 +3,8 @@
 Run as `python -m screens.render_svgs ROOT SID OUT_DIR [--folded]` by `screens.screenshots` (a child process,
 so that a failure here costs the record its pictures, never the record itself). Prints one JSON line.
 With --folded the session is not read again: the export's fold (workbench.fold.handoff) comes on stdin,
-after this process has loaded the app, so the imports overlap the export's own reading; OUT_DIR `-`
-means the folder comes first on stdin, on a line of its own.
+after this process has built the app and its screens, so that work overlaps the export's own reading; OUT_DIR
+`-` means the folder comes first on stdin, on a line of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from workbench.fold.handoff import FoldedSession
 
@@ -30,6 +30,7 @@ SCREENS = (
 )
 INGEST_TIMEOUT_S = 20.0
 SETTLE_S = 0.35  # longer than one redraw tick at the default 4 Hz
+DRAWN_POLL_S = 0.005  # a screen draws on its resume: the first look after its queued messages finds it drawn
 
 
 def _event_bytes(root: Path, sid: str) -> Dict[str, int]:
@@ -76,34 +77,88 @@ async def shoot(
                 last = app.events_ingested
                 if stable >= 2:
                     break
-        for _, mode in SCREENS:
-            await app.switch_mode(mode)
-            await _drawn(pilot, app.screen)
-            if getattr(app, "_exception", None) is not None:
-                break  # a screen raised: the app is going down and later pictures would be blank
-            name = "%s.svg" % mode
-            svg = app.export_screenshot(title="ms-workbench · %s · %s" % (sid, mode))
-            tmp = out_dir / ("." + name + ".tmp")
-            tmp.write_text(svg, encoding="utf-8")
-            os.replace(str(tmp), str(out_dir / name))
-            written.append(name)
-            drawn.add(app.screen)
+        await _save(app, pilot, sid, out_dir, written, drawn)
         app.exit()
+
+
+# Built once the fold is there: the Session screen's logs are scrolled to their ends when first written, and
+# on a screen already laid out without the data, a later layout (its acceptance table) would move those ends.
+AFTER_FOLD = ("session",)
+
+
+def _prebuilt_app() -> Any:
+    from screens.app import WorkbenchApp
+
+    class Prebuilt(WorkbenchApp):
+        """Opens on the first screen drawn, never on one built only after the fold."""
+
+        def landing_mode(self) -> str:
+            return SCREENS[0][1]
+
+    return Prebuilt
+
+
+async def shoot_handed(
+    root: Path,
+    sid: str,
+    receive: Callable[[], Tuple[Path, FoldedSession]],
+    written: List[str],
+    saved: Optional[Callable[[], None]] = None,
+) -> None:
+    """Build the app and its screens first, then take the fold `receive` returns (waiting on the export) and save
+    one SVG per screen: only the drawing of the session's data is left for after the export's fold. `saved` is
+    called once every picture is saved, before the app is taken down."""
+    from workbench.config.layers import defaults
+    from workbench.session.store import SessionStore
+
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    store = SessionStore(root)
+    app = _prebuilt_app()(
+        store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=FoldedSession()
+    )
+    drawn: set = set()
+    _cheaper_restyling(app, drawn)
+    async with app.run_test(size=SIZE) as pilot:
+        for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
+            if mode not in AFTER_FOLD:
+                await app.switch_mode(mode)
+                await pilot.pause()
+        out_dir, folded = await asyncio.get_running_loop().run_in_executor(None, receive)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        await app.adopt(folded)
+        await _save(app, pilot, sid, out_dir, written, drawn)
+        if saved is not None and getattr(app, "_exception", None) is None and len(written) == len(SCREENS):
+            saved()
+        app.exit()
+
+
+async def _save(app: Any, pilot: Any, sid: str, out_dir: Path, written: List[str], drawn: set) -> None:
+    for _, mode in SCREENS:
+        await app.switch_mode(mode)
+        await _drawn(pilot, app.screen)
+        if getattr(app, "_exception", None) is not None:
+            break  # a screen raised: the app is going down and later pictures would be blank
+        name = "%s.svg" % mode
+        svg = app.export_screenshot(title="ms-workbench · %s · %s" % (sid, mode))
+        tmp = out_dir / ("." + name + ".tmp")
+        tmp.write_text(svg, encoding="utf-8")
+        os.replace(str(tmp), str(out_dir / name))
+        written.append(name)
+        drawn.add(app.screen)
 
 
 async def _drawn(pilot: Any, screen: Any) -> None:
     """Wait until the screen has drawn its model's latest version (or a redraw tick has passed)."""
     view = getattr(screen, "view", None)
     deadline = time.monotonic() + SETTLE_S * 4
-    await pilot.pause(0.05)
     while time.monotonic() < deadline:
+        await pilot.pause(DRAWN_POLL_S)  # every message the screen had queued is handled first
         rendered = getattr(screen, "drawn_version", None)
         if rendered is None:  # a screen without the bookkeeping: give it one redraw tick
             await pilot.pause(SETTLE_S)
             return
         if view is not None and rendered == getattr(view, "version", rendered):
             break
-        await pilot.pause(0.05)
     await pilot.pause()
 
 
@@ -135,14 +190,6 @@ def _cheaper_restyling(app: Any, drawn: set) -> None:
     sheet.update = update_undrawn
 
 
-def _preload() -> None:
-    """Load the app and every screen's module before the fold arrives (the export is still reading then)."""
-    import screens.app  # noqa: F401
-
-    for name in ("environment", "data", "training", "alignment", "export", "session"):
-        __import__("screens.%s" % name)
-
-
 def main(argv: List[str]) -> int:
     """Entry point: ROOT SID OUT_DIR [--folded]; prints {"files": [...], "error": null, "mindspore_imported": bool}."""
     args = [a for a in argv if a != "--folded"]
@@ -150,21 +197,34 @@ def main(argv: List[str]) -> int:
     written: List[str] = []
     result: Dict[str, Any] = {"files": written, "error": None}
     try:
-        folded = None
         if "--folded" in argv:
-            _preload()
-            stdin = sys.stdin.buffer
-            if out == "-":
-                out = stdin.readline().decode("utf-8").rstrip("\n")
-            if not out:
-                raise ValueError("no output folder came on stdin (the export stopped before its pictures)")
-            folded = FoldedSession.load(stdin)
-        asyncio.run(shoot(root, sid, Path(out), written, folded=folded))
+
+            def receive() -> Tuple[Path, FoldedSession]:
+                stdin = sys.stdin.buffer
+                folder = stdin.readline().decode("utf-8").rstrip("\n") if out == "-" else out
+                if not folder:
+                    raise ValueError("no output folder came on stdin (the export stopped before its pictures)")
+                return Path(folder), FoldedSession.load(stdin)
+
+            def saved() -> None:
+                # Every picture is on disk and said: the export waits for this process's end, not for the
+                # headless app's teardown (nothing of it outlives the process).
+                os._exit(_said(result))
+
+            asyncio.run(shoot_handed(root, sid, receive, written, saved=saved))
+        else:
+            asyncio.run(shoot(root, sid, Path(out), written))
     except Exception as exc:  # the caller reports it in the record instead of crashing
         result["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "")
+    return _said(result)
+
+
+def _said(result: Dict[str, Any]) -> int:
+    """Print the one JSON line the caller reads; the exit status."""
     result["mindspore_imported"] = any(m.split(".")[0] == "mindspore" for m in sys.modules)
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
+    sys.stderr.flush()
     return 0 if result["error"] is None else 1
 
 

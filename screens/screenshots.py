@@ -4,8 +4,8 @@
 folder to fill and the session as it folded it. It runs `python -m screens.render_svgs` as a child
 process, so that a failure there (no textual on a board's interpreter, a screen that raises) costs the
 record its pictures, never the record itself, and the process that asked never loads the app for it.
-The child is started when the shooter is made and loads the app while the export reads the session;
-it then draws from the export's fold (workbench.fold.handoff), never reading the events files again.
+The child is started when the shooter is made and builds the app and its screens while the export reads
+the session; it then draws from the export's fold (workbench.fold.handoff), never reading the events files again.
 """
 
 from __future__ import annotations

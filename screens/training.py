@@ -221,6 +221,11 @@ class TrainingScreen(WorkbenchScreen):
         jobs = [job for job in self.wb_app.tracker.ordered() if job.kind == "data" and job.status.state == "ok"]
         return [job.jid for job in reversed(jobs)]
 
+    async def refold(self) -> None:
+        await super().refold()
+        self._split_picked = False
+        self.refresh_splits()
+
     def refresh_splits(self) -> None:
         """Offer the session's ok data jobs in the split field; the newest is chosen until someone picks."""
         splits = self.data_splits()

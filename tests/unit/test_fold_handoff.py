@@ -76,8 +76,9 @@ def test_a_job_that_appears_after_the_fold_is_left_out(tmp_path):
 
 
 def test_pictures_from_the_fold_are_the_pictures_drawn_by_reading_the_session(tmp_path):
-    """The same six screens, byte for byte, whether the renderer reads the session or is handed its fold (and
-    then restyles only what it has still to draw, sharing CSS parses: render_svgs._cheaper_restyling)."""
+    """The same six screens, byte for byte, whether the renderer reads the session or is handed its fold (after
+    building its screens on none, then taking it: render_svgs.shoot_handed; restyling only what it has still to
+    draw, sharing CSS parses: render_svgs._cheaper_restyling)."""
     root = tmp_path / "sessions"
     sid = copy_real(root)
     session = root / sid
