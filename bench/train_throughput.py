@@ -57,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.stats import ratio_interval, rounds_to_settle  # noqa: E402
+from bench.stats import spread as spread_fmt  # noqa: E402
 from workbench.events.steps import expand_steps  # noqa: E402
 from workbench.run.runner import LOCK_DIR_ENV  # noqa: E402
 
@@ -374,6 +375,19 @@ def estimator_table(raw: Dict[str, List[Dict[str, Any]]], arm: str = "job", base
     return rows
 
 
+def spread_sources(runs: List[Dict[str, Any]]) -> Any:
+    """(within, between): the sd of log steady epochs inside a process (pooled) and of the processes' medians.
+
+    Within is None with one steady epoch a process. Between includes what within adds to a median.
+    """
+    logs = [[math.log(v) for v in r["epoch_s"][1:]] for r in runs]
+    within = [statistics.variance(p) for p in logs if len(p) > 1]
+    return (
+        math.sqrt(statistics.fmean(within)) if within else None,
+        _sd([math.log(steady(r["epoch_s"])) for r in runs]),
+    )
+
+
 def _sd(values: List[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else float("nan")
 
@@ -483,6 +497,7 @@ def main() -> int:
             round_began = time.monotonic()
             for arm in rng.sample(arms, len(arms)):
                 busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
+                arm_began = time.monotonic()
                 if arm.startswith("job"):
                     result = arm_job(args.epochs, Path(tmp), "none" if arm == "job-uncapped" else "auto")
                 elif arm == "course-2.5":
@@ -490,6 +505,7 @@ def main() -> int:
                 else:
                     result = run_child(arm, args.epochs, cwd=tmp)
                 result["cpu_busy_before"] = busy
+                result["arm_wall_s"] = time.monotonic() - arm_began  # start-up, compile and validation included
                 raw[arm].append(result)
                 result["load"] = os.getloadavg()[0]
                 print(
@@ -581,6 +597,17 @@ def main() -> int:
             print()
             print("\n".join(estimator_table(raw)))
             print()
+            for arm in ("job", "bare"):
+                within, between = spread_sources(raw[arm])
+                print(
+                    "%s: sd of log steady epoch within a process %s, between processes %.3f; arm's process %s s"
+                    % (
+                        arm,
+                        "%.3f" % within if within is not None else "- (one steady epoch a process)",
+                        between,
+                        spread_fmt(r.get("arm_wall_s") for r in raw[arm]),
+                    )
+                )
             need = rounds_to_settle(ratios, 1.0 + GOAL_VS_BARE)
             print(
                 "at this spread (sd of the log-ratio %.3f) and mean, the 95 %% interval would clear +5 %% after about "

@@ -6,7 +6,7 @@ import math
 import statistics
 
 from bench.stats import ratio_interval, rounds_to_settle, t_quantile
-from bench.train_throughput import estimator_table, fits_budget, paired_ratios, verdict
+from bench.train_throughput import estimator_table, fits_budget, paired_ratios, spread_sources, verdict
 
 
 def _run(epochs, step_ms=1.0):
@@ -62,3 +62,10 @@ def test_paired_ratios_and_the_estimators_leave_out_the_compile_epoch():
     fastest = by_name["fastest steady epoch"]
     # fastest: 1.1/1.0 and 1.0/2.0
     assert "| %.3f |" % (abs(math.log(1.1) - math.log(0.5)) / math.sqrt(2)) in fastest
+
+
+def test_spread_sources_splits_within_a_process_from_between_processes():
+    runs = [_run([9.0, 1.0, 1.0, 1.0]), _run([9.0, 2.0, 2.0, 2.0])]
+    within, between = spread_sources(runs)
+    assert within == 0.0 and abs(between - math.log(2.0) / math.sqrt(2)) < 1e-12
+    assert spread_sources([_run([9.0, 1.0]), _run([9.0, 2.0])])[0] is None
