@@ -34,3 +34,32 @@ def test_a_secret_late_in_a_large_file_is_masked_and_the_rest_kept(tmp_path):
     assert got == scrubber.file("steps.csv", data)  # the same as masking it whole
     assert b"hunter2secret" not in got and got.startswith(head) and got.endswith(tail)
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_the_pass_in_two_goes_masks_what_was_rewritten_or_written_after_the_first(tmp_path):
+    """The export passes what it wrote before its pictures, then the rest: a file rewritten since the first pass
+    (through a new file, as every record file is) and the pictures' folder it left out are passed then."""
+    from workbench.record.write import _scrub_tree
+    from workbench.system.atomic import write_text
+
+    secret = "hunter2secret"
+    stage = tmp_path / "stage"
+    (stage / "metrics").mkdir(parents=True)
+    (stage / "screenshots").mkdir()
+    write_text(stage / "metrics" / "kept.csv", "a,%s\n" % secret)
+    write_text(stage / "metrics" / "again.csv", "clean\n")
+    write_text(stage / "screenshots" / "training.svg", "<svg>%s</svg>\n" % secret)  # the child drawing meanwhile
+    passed: list = []
+    scrubber = Scrubber([secret])
+    real = scrubber.file
+    scrubber.file = lambda name, data: passed.append(name) or real(name, data)  # type: ignore[method-assign]
+    done = _scrub_tree(stage, scrubber, skip_dir=stage / "screenshots")
+    assert sorted(passed) == ["again.csv", "kept.csv"]
+    assert secret in (stage / "screenshots" / "training.svg").read_text()  # left for the second pass
+    write_text(stage / "metrics" / "again.csv", "now %s\n" % secret)  # rewritten after the first pass
+    write_text(stage / "report.md", "said %s\n" % secret)
+    passed.clear()
+    _scrub_tree(stage, scrubber, done)
+    assert sorted(passed) == ["again.csv", "report.md", "training.svg"]  # kept.csv, unchanged, not read again
+    for path in stage.rglob("*"):
+        assert not path.is_file() or secret not in path.read_text(), path

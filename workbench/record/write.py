@@ -205,15 +205,18 @@ def _job_pythons(files: SessionFiles) -> List[Any]:
     return pythons
 
 
+SHOTS_DIR = "screenshots"  # the record's folder of screen pictures, drawn by the UI side's child
+
+
 def screenshot_record(shooter: Optional[Screenshooter], out: Path, folded: FoldedSession) -> Dict[str, Any]:
     """Ask the UI side's shooter for the screen pictures; its failure is reported in the record, not raised."""
     if shooter is None:
         return {"files": [], "error": "skipped on request"}
     try:
-        result = dict(shooter(out / "screenshots", folded))
+        result = dict(shooter(out / SHOTS_DIR, folded))
     except Exception as exc:  # pictures are optional: the record is written without them
         return {"files": [], "error": "%s: %s" % (type(exc).__name__, exc)}
-    result["files"] = ["screenshots/%s" % name for name in result.get("files") or []]
+    result["files"] = ["%s/%s" % (SHOTS_DIR, name) for name in result.get("files") or []]
     result.setdefault("error", None)
     return result
 
@@ -371,12 +374,14 @@ def _write_record(
             "masked": masked,
         }
         report["files"].update(write_package(report, files, stage, early))
+        # what is written so far gets its last pass while the child still draws (not the pictures it writes)
+        scrubbed = _scrub_tree(stage, scrubber, skip_dir=stage / SHOTS_DIR)
         report["files"]["screenshots"] = shots.result()
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
         write_text(stage / "report.md", markdown.render(report))
         write_json(stage / "report.json", report)
-        _scrub_tree(stage, scrubber)
+        _scrub_tree(stage, scrubber, scrubbed)
         if hashing is not None:
             hashing.join()
         _seal(stage, sid, files, head)
@@ -459,18 +464,33 @@ def _class_names(report: Dict[str, Any]) -> List[str]:
     return list(CLASS_NAMES)
 
 
-def _scrub_tree(folder: Path, scrubber: Scrubber) -> None:
-    """A last pass over everything the export wrote (screenshots show whatever a screen showed)."""
+def _scrub_tree(
+    folder: Path, scrubber: Scrubber, done: Optional[Dict[Path, tuple]] = None, skip_dir: Optional[Path] = None
+) -> Dict[Path, tuple]:
+    """A last pass over everything the export wrote (screenshots show whatever a screen showed).
+
+    `done`: files passed already, left out while still the file that was passed (same inode, size, mtime: every
+    file is rewritten through a new one); `skip_dir`: a folder left out. Returns every file passed, as `done`."""
+    passed: Dict[Path, tuple] = dict(done or {})
     for path in sorted(folder.rglob("*")):
-        if not path.is_file():
+        if not path.is_file() or (skip_dir is not None and skip_dir in path.parents):
+            continue
+        if done is not None and done.get(path) == _identity(path):
             continue
         if path.stat().st_size > IN_MEMORY_LIMIT_BYTES:  # steps.csv of a long run: in blocks of lines
             _scrub_large(path, scrubber)
-            continue
-        data = path.read_bytes()
-        clean = scrubber.file(path.name, data)
-        if clean != data:
-            write_text(path, clean.decode("utf-8"))
+        else:
+            data = path.read_bytes()
+            clean = scrubber.file(path.name, data)
+            if clean != data:
+                write_text(path, clean.decode("utf-8"))
+        passed[path] = _identity(path)
+    return passed
+
+
+def _identity(path: Path) -> tuple:
+    stat = path.stat()
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _scrub_large(path: Path, scrubber: Scrubber) -> None:
