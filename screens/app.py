@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from pathlib import Path
@@ -17,8 +18,6 @@ from textual.screen import Screen
 
 from screens.base import Workbench
 from screens.commands import workbench_commands
-from screens.dialogs import QuitScreen
-from screens.keys_help import KeysScreen
 from screens.widgets.key_bar import KeyBar
 from workbench.acceptance.about import RECIPE_JOBS_NEEDING_CONFIG
 from workbench.config.layers import ConfigError, check_effective, load_file, merge
@@ -178,11 +177,18 @@ class WorkbenchApp(App):
     def on_mount(self) -> None:
         if self.low_bandwidth:
             self.theme = "ansi-dark"
+        # Textual draws the first screen inside its start-up batch and never writes that frame: the first frame
+        # written held only the widgets changed since (the status bar, a few texts), the rest of the screen came
+        # with a later one. The whole screen marked for repaint, the first frame written is the whole screen.
+        screen = self.screen
+        screen.refresh()
+        screen._dirty_widgets.add(screen)
         self.call_after_refresh(self._first_painted)
 
     def _first_painted(self) -> None:
         """The first screen is on the terminal: note it, then start reading the events."""
         self.painted = True
+        gc.enable()  # the command line turns collection off until the first frame
         timing.mark("first_paint", mode=self.current_mode, read_bytes=self.tracker.backlog()[0])
         if self.current_mode != WorkbenchApp.DEFAULT_MODE:
             self._remember_screen(self.current_mode)  # as switching there would have
@@ -473,6 +479,8 @@ class WorkbenchApp(App):
 
     def action_show_help_panel(self) -> None:
         """Every key of the screen shown, in a panel that scrolls (Textual's own panel cannot be scrolled)."""
+        from screens.keys_help import KeysScreen  # imported when first asked for, not before the first paint
+
         if isinstance(self.screen, KeysScreen):
             return
         self.push_screen(KeysScreen(getattr(self.screen, "title_text", "This"), type(self.screen).BINDINGS))
@@ -499,6 +507,8 @@ class WorkbenchApp(App):
 
     def action_request_quit(self) -> None:
         """Quit; ask first when jobs are running."""
+        from screens.dialogs import QuitScreen  # imported when first asked for, not before the first paint
+
         running = [j.jid for j in self.tracker.running()]
         if not running:
             self.exit()

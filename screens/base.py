@@ -84,9 +84,10 @@ class WorkbenchScreen(Screen[None]):
         super().__init__()
         # The breakpoint classes the first resize would add, set before the first styling: adding them on that
         # resize restyled the whole screen once more before its first frame.
+        # Not restyled here: the screen is styled when it is registered, with these classes already on it.
         width, height = self.app.size
         for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
-            self.add_class(*self._get_breakpoint_classes(dimension, breakpoints or []))
+            self.add_class(*self._get_breakpoint_classes(dimension, breakpoints or []), update=False)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.app, self.title_text)

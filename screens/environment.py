@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 from rich.console import Group
 from rich.text import Text
@@ -66,6 +66,11 @@ def _flat(value: Any) -> bool:
     return plain and len(json.dumps(value, ensure_ascii=False, default=str)) <= 60
 
 
+def _labels(*names: str) -> List[Text]:
+    """Column labels as text: DataTable reads a str label as markup, and its first markup loads rich's emoji table."""
+    return [Text(name) for name in names]
+
+
 def check_detail(check: Dict[str, Any]) -> Group:
     """The selected check in full: level, detail, hint, evidence and raw output, failed or not."""
     status = str(check.get("status"))
@@ -100,6 +105,9 @@ class EnvironmentScreen(WorkbenchScreen):
     CSS_PATH = "environment.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_FROM, "-wide")]
     BINDINGS = [Binding("r", "run_checks", "Re-run checks"), Binding("p", "run_probes", "Probes only")]
+    # Nothing focused while composed, the checks at once when mounted: the body (focusable, first) used to take the
+    # focus and give it up to the checks, two restyles of the whole screen before its first frame.
+    AUTO_FOCUS: ClassVar[Optional[str]] = ""
 
     selected: Optional[str] = None
 
@@ -108,7 +116,7 @@ class EnvironmentScreen(WorkbenchScreen):
             yield Static("", id="env-runline")
             with Horizontal(id="env-main"):
                 table: DataTable[Cell] = DataTable(id="env-checks", cursor_type="row", zebra_stripes=True)
-                table.add_columns("level", "check", "detail")
+                table.add_columns(*_labels("level", "check", "detail"))
                 yield table
                 with VerticalScroll(id="env-detail-box"):
                     yield Static("", id="env-detail")
@@ -117,19 +125,20 @@ class EnvironmentScreen(WorkbenchScreen):
                 id="env-devices", cursor_type="none", zebra_stripes=True, show_cursor=False
             )
             devices.add_columns(
-                "NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB", "HBM MB"
+                *_labels("NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB", "HBM MB")
             )
             yield devices
             yield Static("", id="env-chips-title")
             chips: DataTable[Cell] = DataTable(
                 id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False
             )
-            chips.add_columns(*(label for _, label in CHIP_COLUMNS))
+            chips.add_columns(*_labels(*(label for _, label in CHIP_COLUMNS)))
             yield chips
             yield Static("", id="env-processes")
 
     def on_mount(self) -> None:
-        self.query_one("#env-checks", DataTable).focus(scroll_visible=False)  # arrows move through the checks
+        self.set_focus(self.query_one("#env-checks", DataTable), scroll_visible=False)  # arrows move through the checks
+        self.AUTO_FOCUS = None  # type: ignore[misc]  # from now on Textual's default, as before
 
     # -- actions -------------------------------------------------------------------------------
     def action_run_checks(self) -> None:

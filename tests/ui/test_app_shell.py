@@ -1,6 +1,7 @@
 """Pilot tests of the app shell: modes, the Session screen, quitting with a job running."""
 
-from screens.app import QuitScreen, WorkbenchApp
+from screens.app import WorkbenchApp
+from screens.dialogs import QuitScreen
 from tests.support.pilot import settled, until
 from workbench.config.layers import defaults
 from workbench.run.runner import JobRunner

@@ -7,9 +7,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from workbench.acceptance.about import about_session
-from workbench.acceptance.verdict import evaluate, exit_code
 from workbench.config.layers import ConfigError, load
-from workbench.fold.stream import fold_session
 from workbench.session.refs import BadReference
 from workbench.session.store import SessionStore, sessions_root
 
@@ -96,6 +94,9 @@ def wrap(text: str, width: int) -> str:
 
 def cmd_accept(args) -> int:
     """Print the verdict per layer; 0 when every required layer passes, 1 otherwise, 2 on usage errors."""
+    from workbench.acceptance.verdict import evaluate, exit_code  # here: the TUI's start builds this parser too
+    from workbench.fold.stream import fold_session
+
     store = SessionStore(sessions_root(args.sessions))
     try:
         session_dir = store.session_dir(store.named_or_newest(args.sid))

@@ -8,6 +8,7 @@ The entry point is the one part of `workbench` that may reach the UI side: it st
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -386,6 +387,10 @@ def open_app(args, sid: Optional[str]) -> int:
         from workbench.views.session import RECENT_EVENTS, listed
 
         backlog = Backlog.start(store, sid, listed, RECENT_EVENTS, nice=int(cfg["ui"]["nice"]))
+    # No garbage collection until the first screen is drawn (the app turns it back on then): start-up makes
+    # mostly objects that live as long as the app, and each pass over them only delayed the first frame.
+    # After the fork: the child folding the backlog collects as usual.
+    gc.disable()
     try:
         from screens.app import WorkbenchApp
 
@@ -397,6 +402,7 @@ def open_app(args, sid: Optional[str]) -> int:
         app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv, launcher=launcher, backlog=backlog)
         app.run()
     finally:
+        gc.enable()  # an app that ended before its first frame
         if backlog is not None:
             backlog.close()  # a child still folding when the app ended
     return 0

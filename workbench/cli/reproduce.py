@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config.layers import ConfigError
-from workbench.record import rerun
 from workbench.run.runner import RunnerError
 from workbench.session.candidate import FreezeError
 from workbench.session.refs import BadReference
@@ -24,6 +23,8 @@ def _load_npy(path: Path) -> Any:
 
 def cmd_reproduce(args) -> int:
     """Re-run data, train, test and export from the record's effective configs; 0 only when reproduced."""
+    from workbench.record import rerun  # here: the TUI's start builds this parser too
+
     store = SessionStore(sessions_root(args.sessions))
     try:
         record = rerun.find_record(args.record, store)

@@ -8,7 +8,6 @@ overwritten, so the history of what was chosen, and when, stays in the session.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -67,6 +66,8 @@ class Candidate:
 
 
 def _canonical_sha256(obj: Any) -> str:
+    import hashlib  # here: the UI's start imports this module and hashes nothing
+
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 

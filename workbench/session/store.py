@@ -6,7 +6,6 @@ import datetime
 import getpass
 import math
 import os
-import secrets
 import shutil
 import socket
 import time
@@ -30,6 +29,8 @@ def sessions_root(explicit: Optional[str] = None) -> Path:
 
 def new_sid(now: Optional[float] = None) -> str:
     """YYYYMMDD-HHMMSS-<4 hex>."""
+    import secrets  # here: it loads hashlib, which the UI's start does not need otherwise
+
     stamp = datetime.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
     return "%s-%s" % (stamp, secrets.token_hex(2))
 

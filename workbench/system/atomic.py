@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -49,6 +48,8 @@ def read_json(path: PathLike) -> Any:
 
 def sha256_file(path: PathLike, chunk_bytes: int = 1 << 20) -> str:
     """SHA-256 hex digest of a file's bytes."""
+    import hashlib  # here: most importers (the UI's start among them) never hash
+
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while True:

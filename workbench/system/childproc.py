@@ -8,8 +8,6 @@ a cancelled job leaves no probe behind. Pure code for Python 3.9.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -91,6 +89,11 @@ def group_alive(pgid: int) -> bool:
 
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     """In a child before exec: ask Linux for `sig` when the parent dies; False where unavailable."""
+    # ctypes here, not at the top: importing this module (the UI's start does) does not load it. run_child
+    # imports it before its fork, so the child's hook imports nothing.
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
@@ -125,6 +128,8 @@ def run_child(
     `should_stop()` turns true, the child's process group gets SIGKILL. `tick(elapsed_s)` is
     called every poll, so the caller can show it is alive.
     """
+    import ctypes.util  # noqa: F401  (for die_with_parent in the child: loaded before the fork)
+
     start = time.monotonic()
     with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
         proc = subprocess.Popen(
