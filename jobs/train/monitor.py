@@ -32,22 +32,31 @@ def rows_from(before: List[np.ndarray], after: List[np.ndarray], grads: List[np.
     A float32 array of `before` is overwritten with the update (the monitor's own buffers: no allocation).
     """
     w, g, ratio, share = [], [], [], []
+    dot, sqrt, isfinite = np.dot, math.sqrt, math.isfinite
     for b, a, gr in zip(before, after, grads):
         # float32 views (no copy for the float32 arrays asnumpy gives); np.dot is BLAS's sdot, no squared temporary
-        a32, b32, g32 = (np.asarray(v, dtype=np.float32).reshape(-1) for v in (a, b, gr))
+        a32, b32, g32 = _flat32(a), _flat32(b), _flat32(gr)
         d32 = np.subtract(a32, b32, out=b32) if b32.flags.writeable else a32 - b32
-        wn, dn = math.sqrt(float(np.dot(a32, a32))), math.sqrt(float(np.dot(d32, d32)))
-        gsq = float(np.dot(g32, g32))
-        if not math.isfinite(gsq):  # past float32's range, or a NaN/Inf under it: again in float64
+        wn, dn = sqrt(float(dot(a32, a32))), sqrt(float(dot(d32, d32)))
+        gsq = float(dot(g32, g32))
+        if not isfinite(gsq):  # past float32's range, or a NaN/Inf under it: again in float64
             g64 = g32.astype(np.float64)
-            gsq = float(np.dot(g64, g64))
+            gsq = float(dot(g64, g64))
+        finite = isfinite(gsq)
         # a finite sum of squares has no NaN or Inf under it: count them only when it is not finite
-        bad = 0 if math.isfinite(gsq) else int(g32.size - int(np.isfinite(g32).sum()))
+        bad = 0 if finite else int(g32.size - int(np.isfinite(g32).sum()))
         w.append(wn)
-        g.append(math.sqrt(gsq) if math.isfinite(gsq) else float("inf"))
+        g.append(sqrt(gsq) if finite else float("inf"))
         ratio.append(dn / wn if wn > 0 else (float("inf") if dn > 0 else 0.0))
         share.append(bad / float(g32.size) if g32.size else 0.0)
     return {"weight_norm": _short(w), "grad_norm": _short(g), "update_ratio": _short(ratio), "nonfinite": _short(share)}
+
+
+def _flat32(v: Any) -> np.ndarray:
+    """`v` as a flat float32 array: a view when it already is float32 (no conversion call), else a converted copy."""
+    if isinstance(v, np.ndarray) and v.dtype == np.float32:
+        return v.reshape(-1)
+    return np.asarray(v, dtype=np.float32).reshape(-1)
 
 
 def _short(values: List[float]) -> List[float]:
@@ -70,6 +79,7 @@ class Monitor:
         self.flushed_at = time.monotonic()
         self.params = list(run.opt.parameters)
         self.before = [np.empty(p.shape, dtype=np.float32) for p in self.params]  # reused: no allocation per sample
+        self.views: List[Any] = [None] * len(self.params)  # each parameter's asnumpy view, with its address
         self.grads: Any = None
         self.overflow: Any = None
 
@@ -87,18 +97,37 @@ class Monitor:
 
     def step(self, x: Any, y: Any) -> Any:
         """Copy the weights, run one monitored step; what the plain cell returns (the rows come from `fetch`)."""
-        for keep, p in zip(self.before, self.params):
-            np.copyto(keep, p.asnumpy())
+        for keep, view in zip(self.before, self.weights()):
+            np.copyto(keep, view)
         out = self.cell(x, y)
         self.grads = out[-1]
         self.overflow = out[1] if len(out) == 4 else None  # a loss-scaled cell: (loss, overflow, scale, grads)
         return out[0] if len(out) == 2 else out[:3]
 
+    def weights(self) -> List[Any]:
+        """The parameters' values as numpy arrays, read after the last step's output was (the loop reads its loss).
+
+        On CPU `asnumpy` gives a view of the parameter's own memory, which the step updates in place; such a
+        view is kept while the parameter's address (`data_ptr`, about a tenth of `asnumpy`'s cost) is
+        unchanged, and taken again when it moved (a resume's load); a copy, or a Tensor without
+        `data_ptr`, is read again each time.
+        """
+        out = []
+        for i, p in enumerate(self.params):
+            kept = self.views[i]
+            ptr = p.data_ptr() if hasattr(p, "data_ptr") else None
+            if kept is not None and kept[0] == ptr:
+                out.append(kept[1])
+                continue
+            view = p.asnumpy()
+            # only a view of the parameter's own memory stays right after the next step
+            self.views[i] = (ptr, view) if ptr is not None and view.ctypes.data == ptr else None
+            out.append(view)
+        return out
+
     def fetch(self) -> Dict[str, Any]:
         """The sampled step's rows from the weights before and after it and its gradients (asnumpy); `skipped` too."""
-        rows: Dict[str, Any] = rows_from(
-            self.before, [p.asnumpy() for p in self.params], [g.asnumpy() for g in self.grads]
-        )
+        rows: Dict[str, Any] = rows_from(self.before, self.weights(), [g.asnumpy() for g in self.grads])
         rows["skipped"] = self.overflow is not None and bool(self.overflow.asnumpy())
         return rows
 
