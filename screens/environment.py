@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from rich.console import Group
 from rich.text import Text
@@ -66,6 +66,9 @@ def _flat(value: Any) -> bool:
     return plain and len(json.dumps(value, ensure_ascii=False, default=str)) <= 60
 
 
+DEVICE_LABELS = ("NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB", "HBM MB")
+
+
 def _labels(*names: str) -> List[Text]:
     """Column labels as text: DataTable reads a str label as markup, and its first markup loads rich's emoji table."""
     return [Text(name) for name in names]
@@ -120,20 +123,8 @@ class EnvironmentScreen(WorkbenchScreen):
                 yield table
                 with VerticalScroll(id="env-detail-box"):
                     yield Static("", id="env-detail")
-            yield Static("", id="env-devices-title")
-            devices: DataTable[Cell] = DataTable(
-                id="env-devices", cursor_type="none", zebra_stripes=True, show_cursor=False
-            )
-            devices.add_columns(
-                *_labels("NPU", "chip", "name", "health", "temp °C", "power W", "AICore %", "memory MB", "HBM MB")
-            )
-            yield devices
-            yield Static("", id="env-chips-title")
-            chips: DataTable[Cell] = DataTable(
-                id="env-chips", cursor_type="none", zebra_stripes=True, show_cursor=False
-            )
-            chips.add_columns(*_labels(*(label for _, label in CHIP_COLUMNS)))
-            yield chips
+            yield Static("", id="env-devices-title")  # the devices table goes under it once there are devices
+            yield Static("", id="env-chips-title")  # and the chips table under this one
             yield Static("", id="env-processes")
 
     def on_mount(self) -> None:
@@ -281,21 +272,21 @@ class EnvironmentScreen(WorkbenchScreen):
                 title.append_text(badge(str(smi.get("status"))))
                 title.append(" %s" % (smi.get("detail") or ""))
         self.query_one("#env-devices-title", Static).update(title)
-        table = self.query_one("#env-devices", DataTable)
-        table.clear()
-        for d in devices:
-            table.add_row(
-                str(d.get("npu")),
-                str(d.get("chip")),
-                str(d.get("name")),
-                health_text(str(d.get("health")), plain),
-                _num(d.get("temp_c"), "%.0f"),
-                _num(d.get("power_w"), "%.1f"),
-                _num(d.get("aicore_pct"), "%.0f"),
-                _pair(d.get("memory_mb")),
-                _pair(d.get("hbm_mb")),
-            )
-        table.display = bool(devices)
+        table = self._table("env-devices", DEVICE_LABELS, bool(devices))
+        if table is not None:
+            for d in devices:
+                table.add_row(
+                    str(d.get("npu")),
+                    str(d.get("chip")),
+                    str(d.get("name")),
+                    health_text(str(d.get("health")), plain),
+                    _num(d.get("temp_c"), "%.0f"),
+                    _num(d.get("power_w"), "%.1f"),
+                    _num(d.get("aicore_pct"), "%.0f"),
+                    _pair(d.get("memory_mb")),
+                    _pair(d.get("hbm_mb")),
+                )
+            table.display = bool(devices)
         procs = view.processes
         text = ""
         if procs:
@@ -326,8 +317,25 @@ class EnvironmentScreen(WorkbenchScreen):
         title_box = self.query_one("#env-chips-title", Static)
         title_box.update(title)
         title_box.display = bool(rows or errors)
-        table = self.query_one("#env-chips", DataTable)
-        table.clear()
-        for row in rows:
-            table.add_row(*(health_text(row[key], plain) if key == "health" else row[key] for key, _ in CHIP_COLUMNS))
-        table.display = bool(rows)
+        table = self._table("env-chips", [label for _, label in CHIP_COLUMNS], bool(rows))
+        if table is not None:
+            for row in rows:
+                table.add_row(
+                    *(health_text(row[key], plain) if key == "health" else row[key] for key, _ in CHIP_COLUMNS)
+                )
+            table.display = bool(rows)
+
+    def _table(self, table_id: str, labels: Sequence[str], rows: bool) -> Optional[DataTable[Cell]]:
+        """The devices or chips table, emptied; made and mounted under its title the first time it has rows (None
+        until then): the screen of a machine without devices builds neither (both were built and hidden before)."""
+        found = self.query("#" + table_id)
+        if found:
+            table = found.first(DataTable)
+            table.clear()
+            return table
+        if not rows:
+            return None
+        table = DataTable(id=table_id, cursor_type="none", zebra_stripes=True, show_cursor=False)
+        table.add_columns(*_labels(*labels))
+        self.query_one("#env-body").mount(table, after="#%s-title" % table_id)
+        return table
