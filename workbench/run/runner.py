@@ -12,20 +12,21 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from workbench import __version__
 from workbench.config.layers import dump
 from workbench.run.device import DEVICE_JOBS, lock_name, resolve
 from workbench.run.locks import run_key
-from workbench.run.msrun import MsrunPlan, ParallelError
-from workbench.run.msrun import plan as plan_msrun
 from workbench.session import candidate
 from workbench.session.imported import imported_mark
 from workbench.session.store import CannotWrite, SessionStore, job_status
 from workbench.system import monotonic
 from workbench.system.atomic import read_json, write_json, write_text
 from workbench.system.childproc import group_alive, pid_running, stop_group
+
+if TYPE_CHECKING:  # the plan's type only: msrun is imported where a plan is made
+    from workbench.run.msrun import MsrunPlan
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JOB_KINDS = (
@@ -222,6 +223,9 @@ class JobRunner:
         cfg = effective_config(cfg)  # the one place a job's device is decided
         msrun = None
         if is_data_parallel(kind, cfg):
+            from workbench.run.msrun import ParallelError  # here: the UI's start imports the runner, never plans msrun
+            from workbench.run.msrun import plan as plan_msrun
+
             try:
                 msrun = plan_msrun(cfg, python, job_dir)
             except ParallelError as exc:
