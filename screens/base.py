@@ -88,6 +88,11 @@ class WorkbenchScreen(Screen[None]):
         width, height = self.app.size
         for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
             self.add_class(*self._get_breakpoint_classes(dimension, breakpoints or []), update=False)
+        app = self.app
+        if self.CSS_PATH and app.stylesheet._variables == app.get_css_variables():
+            # Loading a CSS_PATH reparses every stylesheet and restyles the app; Textual then did both again for a
+            # screen new to the app's CSS (a screen starts at -1, the app at 0), with the same variables.
+            self._css_update_count = app._css_update_count
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.app, self.title_text)
