@@ -15,11 +15,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 from workbench import __version__
 from workbench.cli.numbers import number
-from workbench.cli.records import add_record_commands
 from workbench.config.layers import ConfigError, load
 from workbench.events.protocol import EventReader, decode_line
 from workbench.events.text import damage, format_event
@@ -474,8 +473,11 @@ def _cannot_listen(host: str, port: int) -> Optional[str]:
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
+VALUE_OPTIONS = ("--sessions", "--config", "--set", "--python")  # the options before a subcommand that take a value
+
+
+def _top_parser(kind: type = argparse.ArgumentParser) -> Tuple[argparse.ArgumentParser, Any, Any]:
+    """The parser without its subcommands, and the option groups the subcommands share (common, cfg)."""
     # Options accepted before and after the subcommand; SUPPRESS keeps a later default from erasing them.
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--sessions", help="sessions root (default ./sessions or $MS_WORKBENCH_SESSIONS)")
@@ -484,7 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     cfg.add_argument("--python", help="interpreter that runs jobs (config key python)")
 
-    parser = argparse.ArgumentParser(
+    parser = kind(
         prog="ms-workbench",
         parents=[common, cfg],
         description="MindSpore on Ascend, from laptop loss curve to hand-over.",
@@ -492,6 +494,51 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version="ms-workbench " + __version__)
     parser.add_argument("--low-bandwidth", action="store_true", help="fewer colours, slower redraw (slow SSH)")
     parser.set_defaults(func=cmd_tui)
+    return parser, common, cfg
+
+
+class _NotPlain(Exception):
+    """The command line is not a plain start of the TUI: the whole tree parses it (and says what is wrong)."""
+
+
+class _PlainParser(argparse.ArgumentParser):
+    """The parser without subcommands, for a plain start of the TUI; any error goes back to the whole tree."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _NotPlain(message)
+
+
+def _plain(argv: List[str]) -> bool:
+    """Only the options before a subcommand, each exactly as spelled in VALUE_OPTIONS when it takes a value."""
+    value_next = False
+    for token in argv:
+        if value_next:
+            value_next = False
+            continue
+        if not token.startswith("-") or token in ("-", "--", "-h", "--help", "--version"):
+            return False
+        value_next = token in VALUE_OPTIONS
+    return True
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """The command line parsed as build_parser() parses it. A plain start of the TUI (options only) is parsed
+    without the subcommands' parsers and their modules; anything else, and any error, by the whole tree, so
+    help, usage and error messages are its own."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if _plain(words):
+        parser = _top_parser(_PlainParser)[0]
+        parser.set_defaults(command=None)  # as the whole tree's subparsers set it when none is given
+        try:
+            return parser.parse_args(words)
+        except _NotPlain:
+            pass
+    return build_parser().parse_args(words)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser, common, cfg = _top_parser()
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", parents=[common, cfg], help="run a job headless")
@@ -539,6 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_reproduce(sub, [common])
 
+    from workbench.cli.records import add_record_commands
+
     add_record_commands(sub, common, cfg)
 
     p = sub.add_parser("attach", parents=[common, cfg], help="open the workbench on a session")
@@ -561,8 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `ms-workbench` command."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     for name in ("sessions", "config", "set", "python"):
         if not hasattr(args, name):
             setattr(args, name, None)
