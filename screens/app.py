@@ -29,7 +29,7 @@ from workbench.run.runner import JobRunner, RunnerError, decide_device, device_r
 from workbench.session.candidate import CANDIDATE_FILE, Candidate, current, recipe_of
 from workbench.session.store import SessionStore
 from workbench.system import timing
-from workbench.system.priority import Launcher
+from workbench.system.priority import Launcher, lower_ui_threads
 
 POLL_S = 0.1  # poll interval while events arrive (a training job writes its batched lines every 0.1 s)
 POLL_IDLE_S = 0.4  # the interval doubles up to this while nothing arrives
@@ -189,6 +189,8 @@ class WorkbenchApp(App):
         """The first screen is on the terminal: note it, then start reading the events."""
         self.painted = True
         gc.enable()  # the command line turns collection off until the first frame
+        if self.launcher is not None:  # from now on the UI yields to the jobs (its start did not wait behind them)
+            lower_ui_threads(self.launcher, int(self.cfg["ui"]["nice"]))
         timing.mark("first_paint", mode=self.current_mode, read_bytes=self.tracker.backlog()[0])
         if self.current_mode != WorkbenchApp.DEFAULT_MODE:
             self._remember_screen(self.current_mode)  # as switching there would have

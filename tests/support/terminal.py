@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 # Run in the child: every LinuxDriver.write (one per drawn update) appended to a file with whether the garbage
-# collector was on, and a line once the app has noted its first paint; then `ms-workbench` as usual.
+# collector was on and the UI thread's nice value, and a line once the app has noted its first paint; then
+# `ms-workbench` as usual.
 _LAUNCH = (
     "import gc, json, os, sys\n"
     "from textual.drivers import linux_driver\n"
@@ -27,13 +28,13 @@ _LAUNCH = (
     "    log.write(json.dumps(entry) + '\\n'); log.flush()\n"
     "write = linux_driver.LinuxDriver.write\n"
     "def logged(self, data):\n"
-    "    note({'write': data, 'gc': gc.isenabled()})\n"
+    "    note({'write': data, 'gc': gc.isenabled(), 'nice': os.getpriority(os.PRIO_PROCESS, 0)})\n"
     "    return write(self, data)\n"
     "linux_driver.LinuxDriver.write = logged\n"
     "painted = WorkbenchApp._first_painted\n"
     "def noted(self):\n"
     "    painted(self)\n"
-    "    note({'first_paint': True, 'gc': gc.isenabled()})\n"
+    "    note({'first_paint': True, 'gc': gc.isenabled(), 'nice': os.getpriority(os.PRIO_PROCESS, 0)})\n"
     "WorkbenchApp._first_painted = noted\n"
     "from workbench.cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
@@ -41,8 +42,8 @@ _LAUNCH = (
 
 
 def driver_writes(home: Path, argv: List[str], size=(120, 36), timeout_s: float = 60.0) -> List[Dict[str, Any]]:
-    """What the app wrote to its terminal, write by write ({write, gc}), up to the app's note of its first paint
-    ({first_paint, gc}); then it is killed."""
+    """What the app wrote to its terminal, write by write ({write, gc, nice}), up to the app's note of its first
+    paint ({first_paint, gc, nice}); then it is killed."""
     root = str(Path(__file__).resolve().parents[2])
     log = home / "writes.jsonl"
     env = dict(os.environ, TERM="xterm-256color", HOME=str(home), WRITES_LOG=str(log), TEXTUAL_ANIMATIONS="none")

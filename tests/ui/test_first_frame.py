@@ -1,5 +1,6 @@
 """`ms-workbench` on its terminal: the first frame written is the whole Environment screen, drawn with the garbage
-collector off, which is on again once the app has noted its first paint."""
+collector off and at the priority it started with; once the app has noted its first paint the collector is on
+again and the UI is niced (config ui.nice, 10 by default)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,4 @@ def test_the_first_frame_written_is_the_whole_environment_screen(tmp_path):
     assert first["gc"] is False  # nothing collected before the first frame
     painted = [e for e in entries if "first_paint" in e]
     assert painted and painted[0]["gc"] is True  # and collection is back on after it
+    assert painted[0]["nice"] == min(19, first["nice"] + 10)  # the UI yields to jobs only once it has painted

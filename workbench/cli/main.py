@@ -395,9 +395,10 @@ def open_app(args, sid: Optional[str]) -> int:
 
         if getattr(args, "low_bandwidth", False):
             cfg["ui"]["low_bandwidth"] = True
-        from workbench.system.priority import lower_ui_priority
+        from workbench.system.priority import start_launcher
 
-        launcher = lower_ui_priority(int(cfg["ui"]["nice"]))  # jobs keep the priority; the UI yields to them
+        # jobs keep the priority; the UI yields to them once its first screen is drawn (the app nices its threads)
+        launcher = start_launcher(int(cfg["ui"]["nice"]))
         app = WorkbenchApp(store=store, sid=sid, cfg=cfg, argv=sys.argv, launcher=launcher, backlog=backlog)
         app.run()
     finally:
