@@ -16,7 +16,7 @@ from workbench import __version__
 from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import load
-from workbench.data.dataset import CLASS_NAMES
+from workbench.data.fashion import CLASS_NAMES
 from workbench.events.protocol import Evidence
 from workbench.fold.record import JobRecord, SessionModel
 from workbench.fold.steptable import StepTable

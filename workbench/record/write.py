@@ -459,7 +459,7 @@ def _class_names(report: Dict[str, Any]) -> List[str]:
     runs = report["training"]["runs"]
     if runs:
         return list(runs[0]["class_names"])
-    from workbench.data.dataset import CLASS_NAMES
+    from workbench.data.fashion import CLASS_NAMES
 
     return list(CLASS_NAMES)
 
