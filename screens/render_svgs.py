@@ -30,7 +30,7 @@ SCREENS = (
 )
 INGEST_TIMEOUT_S = 20.0
 SETTLE_S = 0.35  # longer than one redraw tick at the default 4 Hz
-DRAWN_POLL_S = 0.005  # a screen draws on its resume: the first look after its queued messages finds it drawn
+DRAWN_POLL_S = 0.005  # then looked at often: drawn and settled, it is saved at once
 
 
 def _event_bytes(root: Path, sid: str) -> Dict[str, int]:
@@ -148,18 +148,26 @@ async def _save(app: Any, pilot: Any, sid: str, out_dir: Path, written: List[str
 
 
 async def _drawn(pilot: Any, screen: Any) -> None:
-    """Wait until the screen has drawn its model's latest version (or a redraw tick has passed)."""
+    """Wait until the screen has drawn its model's latest version and settled (or a redraw tick has passed)."""
     view = getattr(screen, "view", None)
     deadline = time.monotonic() + SETTLE_S * 4
+    await pilot.pause(0.05)  # a first look no sooner than before: what a switch sets off has started
     while time.monotonic() < deadline:
-        await pilot.pause(DRAWN_POLL_S)  # every message the screen had queued is handled first
         rendered = getattr(screen, "drawn_version", None)
         if rendered is None:  # a screen without the bookkeeping: give it one redraw tick
             await pilot.pause(SETTLE_S)
             return
-        if view is not None and rendered == getattr(view, "version", rendered):
+        if view is not None and rendered == getattr(view, "version", rendered) and _settled(pilot.app, screen):
             break
+        await pilot.pause(DRAWN_POLL_S)  # every message the screen had queued is handled first
     await pilot.pause()
+
+
+def _settled(app: Any, screen: Any) -> bool:
+    """Every widget of the screen mounted (a drawing may mount some) and no message left to handle, the app's too."""
+    if app.message_queue_size:
+        return False
+    return all(node.is_mounted and not node.message_queue_size for node in screen.walk_children(with_self=True))
 
 
 def _cheaper_restyling(app: Any, drawn: set) -> None:
