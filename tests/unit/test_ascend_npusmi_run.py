@@ -83,11 +83,11 @@ def test_hanging_npu_smi_is_killed_at_timeout(fake_bin, tmp_path):
     rc, out, err, elapsed_s = run_npu_smi(["info"], timeout_s=0.5, lock_path=str(tmp_path / "smi.lock"))
     assert rc == TIMEOUT_RC and out == ""
     assert "timed out after 0.5 s" in err and "still open" not in err
-    assert 0.5 <= elapsed_s < 1.5
+    assert 0.5 <= elapsed_s < 10  # killed at its timeout, not waited out (the fake hangs 30 s)
     assert classify_failure(rc, out, err)["code"] == "timeout"
     # The whole group died, `sleep` included (killing only sh would leave it holding the pipe).
     shell_pid = int(log.read_text().split()[1])
-    assert live_group_members(shell_pid) == []
+    wait_for(lambda: live_group_members(shell_pid) == [], 10, what="the fake's process group to be gone")
 
 
 def _run_two_at_once(lock_a: str, lock_b: str) -> None:
