@@ -8,11 +8,10 @@ parameter (what a resume's load does) the monitor must read the new values, not 
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from tests.support.cli import cli_env
+from tests.support.cli import run_program
 from tests.support.jobpython import JOB_PYTHON
 
 pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
@@ -57,15 +56,7 @@ print("RESULT " + json.dumps(out))
 
 
 def test_kept_views_give_the_rows_of_fresh_copies_and_a_moved_parameter_is_read_again(tmp_path):
-    proc = subprocess.run(
-        [JOB_PYTHON, "-c", PROGRAM],
-        cwd=str(tmp_path),
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = run_program(JOB_PYTHON, PROGRAM, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1][len("RESULT ") :])
     assert got["rows_equal"] == [True, True, True, True]

@@ -8,12 +8,11 @@ start/stop/analyse) is exercised on this 2.10 install too.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
-from tests.support.cli import cli_env
+from tests.support.cli import run_program
 from tests.support.events import assert_events_valid
 from workbench.events.protocol import read_all
 from workbench.system.atomic import sha256_file
@@ -65,15 +64,7 @@ print("SUMMARY " + json.dumps(window.summary(statistics.median(steady[2:]))))
 @pytest.mark.parametrize("api", ["mindspore.Profiler", "mindspore.profiler.profile"])
 def test_window_with_each_api(tmp_path, api):
     job_dir = tmp_path / "sessions" / "s" / "jobs" / "train-001"
-    proc = subprocess.run(
-        [sys.executable, "-c", PROGRAM, str(job_dir), api],
-        cwd=str(tmp_path),
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = run_program(sys.executable, PROGRAM, job_dir, api, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # Only the program's own lines reach its stdout: the profiler's progress went to the log.
     lines = proc.stdout.splitlines()

@@ -1,4 +1,4 @@
-"""The real CLI in a subprocess: its argv, its environment (the project importable), a run."""
+"""The real CLI in a subprocess: its argv, its environment (the project importable), a run; a program the same way."""
 
 from __future__ import annotations
 
@@ -32,6 +32,21 @@ def run_cli(
         cli_argv(*args),
         cwd=str(cwd or PROJECT_ROOT),
         env=cli_env(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_program(
+    python: str, program: str, *args: Any, cwd: Path, timeout: float = 240.0
+) -> subprocess.CompletedProcess:
+    """Run `python -c PROGRAM ARGS` with the project importable, in `cwd`; return it with text stdout/stderr."""
+    return subprocess.run(
+        [python, "-c", program] + [str(a) for a in args],
+        cwd=str(cwd),
+        env=cli_env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
