@@ -28,7 +28,7 @@ from workbench.events.steps import as_step, step_rows
 from workbench.fold.eta import EpochMarks
 from workbench.fold.series import RANK_WINDOW, RankSteps, StepSeries, number
 from workbench.fold.steptable import COLUMNS as STEP_COLUMNS  # noqa: F401  (STEP_COLUMNS: the record's name)
-from workbench.fold.steptable import StepTable, number_texts
+from workbench.fold.steptable import StepTable, line_number_texts
 from workbench.fold.thinning import ThinnedHistory
 from workbench.system.atomic import read_json
 
@@ -305,10 +305,7 @@ class JobRecord:
         texts: Optional[Tuple[List[str], List[str]]] = None
         table = self.step_table
         if text is not None and table is not None and table.spool is not None:  # the CSV's cells as written
-            loss_text = number_texts(text, start, end, "loss", losses)
-            ms_text = number_texts(text, start, end, "step_ms", times) if loss_text is not None else None
-            if loss_text is not None and ms_text is not None:
-                texts = (loss_text, ms_text)
+            texts = line_number_texts(text, start, end, losses, times)
         self._fold_floats(ev, rank, losses, times, size, phase, texts)
         return True
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import tempfile
-from array import array
 from collections import Counter
 from typing import IO, Any, Dict, List, Optional, Tuple
 
@@ -24,36 +23,58 @@ ROW = ",".join(["%s"] * (len(COLUMNS) + 1)) + "\n"  # jid and the step's values,
 
 
 def _cell_safe(text: str) -> bool:
-    """A cell csv writes as it is (no quoting) and "%s" formats the same way (never "None", csv's empty cell)."""
-    return not any(c in text for c in ',"\r\n%') and text != "None"
+    """A cell csv writes as it is (no quoting) and str() writes the same way (never "None", csv's empty cell)."""
+    return not any(c in text for c in ',"\r\n') and text != "None"
 
 
-def _float_format(jid: str, epoch: Any, size: Any, rank: Any, phase: Any, cell: str = "r") -> Optional[str]:
-    """The format of a batched line's rows (step, loss, step time to fill in); None when a cell needs csv.
+def _float_parts(jid: str, epoch: Any, size: Any, rank: Any, phase: Any) -> Optional[Tuple[str, str, str]]:
+    """The fixed text of a batched line's rows around step, loss and step time; None when a cell needs csv.
 
-    cell "r" formats the loss and step time floats (their repr); "s" takes their text as the line wrote it.
+    (before, between, after): a row is before + "step,loss,ms" + after, and after + before without their
+    outer commas is `between`, so rows join as before + ",".join(step, loss, ms, between, step, ...) + after.
     """
     if epoch is None or not all(_cell_safe(str(c)) for c in (jid, epoch, size, rank, phase)):
         return None
-    # %r of a float is its repr, what csv and "%s" write; a float's repr never holds a comma, quote or newline.
-    return "%s,%s,%%d,%%%s,%%%s,%s,%s,%s\n" % (jid, epoch, cell, cell, size, rank, phase)
+    before, after = "%s,%s," % (jid, epoch), ",%s,%s,%s\n" % (size, rank, phase)
+    return before, after[1:] + before[:-1], after
+
+
+def _rows_text(parts: Tuple[str, str, str], first: int, losses: List[str], times: List[str]) -> str:
+    """The CSV rows of steps first, first + 1, ... whose loss and step time cells are given as text."""
+    before, between, after = parts
+    n = len(losses)
+    flat = [between] * (4 * n - 1)
+    flat[0::4] = map(str, range(first, first + n))  # what csv and "%d" write for an int
+    flat[1::4] = losses
+    flat[2::4] = times
+    return before + ",".join(flat) + after
 
 
 _JSON_BLANK = " \t\r\n"
 
 
-def number_texts(text: str, start: int, end: int, key: str, values: List[float]) -> Optional[List[str]]:
-    """The numbers of the list under `key` in the JSON object text[start:end], as the line wrote them.
+def line_number_texts(
+    text: str, start: int, end: int, losses: List[float], times: List[float]
+) -> Optional[Tuple[List[str], List[str]]]:
+    """The numbers of the lists under "loss" and "step_ms" in the JSON object text[start:end], as the line wrote them.
 
-    Only for a plain line (no backslash, no nested object) whose `key` occurs once, its numbers all finite;
+    Only for a plain line (no backslash, no nested object) where each key occurs once, its numbers all finite;
     None for any other line, which keeps the repr path.
     """
     # No backslash: every quote in the line delimits a string, so a `"key"` followed by ":" is that key spelled
     # as is. No "{" after the first character: no nested object, so it is the top-level object's key, and the
-    # only one (a second would be a second `"key"`). Its list's text is what json decoded into `values`, with
-    # float() of each number: the same doubles bit for bit (the ends are checked as well).
+    # only one (a second would be a second `"key"`).
     if text.find("\\", start, end) >= 0 or text.find("{", start + 1, end) >= 0:
         return None
+    loss_text = _list_text(text, start, end, "loss", losses)
+    if loss_text is None:
+        return None
+    ms_text = _list_text(text, start, end, "step_ms", times)
+    return None if ms_text is None else (loss_text, ms_text)
+
+
+def _list_text(text: str, start: int, end: int, key: str, values: List[float]) -> Optional[List[str]]:
+    """The list under `key` as written, in a line known plain (no backslash, no nested object)."""
     quoted = '"%s"' % key
     at = text.find(quoted, start, end)
     if at < 0 or text.find(quoted, at + 1, end) >= 0:
@@ -83,11 +104,18 @@ def number_texts(text: str, start: int, end: int, key: str, values: List[float])
         return None
     if " " in inner or "\t" in inner or "\r" in inner or "\n" in inner:
         tokens = [t.strip(_JSON_BLANK) for t in tokens]
+    # Its list's text is what json decoded into `values`, with float() of each number: the same doubles bit for
+    # bit (the ends are checked as well).
     try:
-        ends = array("d", (float(tokens[0]), float(tokens[-1])))
+        same = _same_double(float(tokens[0]), values[0]) and _same_double(float(tokens[-1]), values[-1])
     except ValueError:  # not a list of numbers after all
         return None
-    return tokens if ends.tobytes() == array("d", (values[0], values[-1])).tobytes() else None
+    return tokens if same else None
+
+
+def _same_double(a: float, b: float) -> bool:
+    """The same double bit for bit, NaN aside: equal, and for a zero the same sign."""
+    return a == b and (a != 0.0 or repr(a) == repr(b))
 
 
 class StepTable:
@@ -111,9 +139,8 @@ class StepTable:
         self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
         self._text: List[str] = []  # rows already formatted (after those in _rows were), not yet written
         self._text_chars = 0
-        self._format_of: Any = None  # the cells _format and _text_format were made for
-        self._format: Optional[str] = None
-        self._text_format: Optional[str] = None
+        self._format_of: Any = None  # the cells _parts were made for
+        self._parts: Optional[Tuple[str, str, str]] = None
 
     def add(self, step: Dict[str, Any]) -> None:
         """Take one step (an expanded `step` event)."""
@@ -175,7 +202,7 @@ class StepTable:
     ) -> None:
         """Take a main-rank batched line's steps at once: every loss and step time a float, size and phase one value.
 
-        `texts`: the losses and step times as the line wrote them (number_texts), the CSV's cells then.
+        `texts`: the losses and step times as the line wrote them (line_number_texts), the CSV's cells then.
         The same table, counts and spool rows as add_row called for each step in turn (property test), the
         loss and step time cells given as written: the same numbers bit for bit, the same text for json.dumps.
         """
@@ -202,9 +229,8 @@ class StepTable:
             key = (epoch, size_cell, rank_cell, phase_cell, type(epoch), type(size_cell), type(rank_cell))
             if key != self._format_of:  # the same for every line of a phase of an epoch
                 self._format_of = key
-                self._format = _float_format(self.jid, epoch, size_cell, rank_cell, phase_cell)
-                self._text_format = _float_format(self.jid, epoch, size_cell, rank_cell, phase_cell, "s")
-            if self._format is None:  # a cell csv would quote or write otherwise: row by row, as add_row does
+                self._parts = _float_parts(self.jid, epoch, size_cell, rank_cell, phase_cell)
+            if self._parts is None:  # a cell csv would quote or write otherwise: row by row, as add_row does
                 self._rows.extend(
                     (self.jid, epoch, first + i, losses[i], times[i], size_cell, rank_cell, phase_cell)
                     for i in range(n)
@@ -214,10 +240,11 @@ class StepTable:
             else:
                 if self._rows:
                     self._format_rows()
-                # the numbers' text costs a split where repr costs a shortest round-trip conversion per float
-                form: str = self._format if texts is None else (self._text_format or self._format)
-                cells: Tuple[List[Any], List[Any]] = (losses, times) if texts is None else texts
-                text = "".join(map(form.__mod__, zip(range(first, first + n), *cells)))
+                # the numbers' text costs a split where repr (what csv writes for a float, and "%r") costs a
+                # shortest round-trip conversion per float
+                if texts is None:
+                    texts = (list(map(repr, losses)), list(map(repr, times)))
+                text = _rows_text(self._parts, first, texts[0], texts[1])
                 self._text.append(text)
                 self._text_chars += len(text)
                 if self._text_chars >= SPOOL_CHARS:
