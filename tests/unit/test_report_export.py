@@ -431,3 +431,48 @@ def test_an_export_stopped_while_folding_leaves_no_thread_nor_file(tmp_path, mon
         export_session(SessionStore(root), SID, None)
     assert not [p for p in (root / SID).iterdir() if p.name.startswith((".export-", ".archive-head"))]
     assert not [t for t in threading.enumerate() if t.name.startswith("export-")]
+
+
+def _unpacked_export(out: Path, into: Path) -> Path:
+    with tarfile.open(str(out / ("%s.tar.gz" % SID))) as tar:
+        names = tar.getnames()
+        tar.extractall(str(into), filter="data")
+    assert len(names) == len(set(names)), "a member written twice"
+    return into / SID / "export"
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_steps_csv_archived_while_the_pictures_are_drawn_is_the_file_the_manifest_names(tmp_path, monkeypatch, changed):
+    """A large steps.csv goes into the archive's first part once masked (_pack_early), hashed there: the archive
+    holds the export folder's bytes and both manifests verify; a steps.csv changed after that is archived again."""
+    import workbench.record.write as write
+
+    monkeypatch.setattr(write, "IN_MEMORY_LIMIT_BYTES", 100)  # the recorded session's steps.csv counts as large
+    root = tmp_path / "sessions"
+    copy_recorded(root)
+    queued = []
+    real_pack = write._pack_early
+
+    def pack(stage, head):
+        early = real_pack(stage, head)
+        queued.extend(early)
+        if changed:  # rewritten through a new file, as every export file is
+            steps = stage / "metrics" / "steps.csv"
+            write.write_text(steps, steps.read_text() + "train-001,9,9,0.5,1.0,64,,steady\n")
+        return early
+
+    monkeypatch.setattr(write, "_pack_early", pack)
+    out = export_session(SessionStore(root), SID, tmp_path / "handover")
+    assert queued == ["metrics/steps.csv"]
+    unpacked = _unpacked_export(out, tmp_path / "unpacked")
+    steps = (out / "metrics" / "steps.csv").read_bytes()
+    assert (unpacked / "metrics" / "steps.csv").read_bytes() == steps
+    assert steps.endswith(b"train-001,9,9,0.5,1.0,64,,steady\n") == changed
+    assert _hashes(unpacked) == _hashes(out, skip=("%s.tar.gz" % SID,))
+    for manifest, cwd in (
+        ("manifest.sha256", out),
+        ("manifest.sha256", unpacked),
+        ("export/session.sha256", unpacked.parent),
+    ):
+        proc = _sha256sum(manifest, cwd)
+        assert proc.returncode == 0, proc.stdout[-2000:]

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import os
+import queue
 import tarfile
 import tempfile
 import threading
@@ -226,7 +227,10 @@ class _Stopped(Exception):
 
 class ArchiveHead(threading.Thread):
     """The archive's first part, the session's folders and files, written in a thread to a gzip member while the
-    export folds (file reads and zlib run without the interpreter lock); write_archive appends the rest to it."""
+    export folds (file reads and zlib run without the interpreter lock); write_archive appends the rest to it.
+
+    `extend` queues more folders and finished files for the same part (the export's large files, while the
+    export waits for its pictures); their SHA-256 is taken there too. write_archive closes the queue."""
 
     def __init__(self, folder: Path, top: str, entries: Sequence[Entry], dirs: Sequence[str] = ()):
         super().__init__(name="export-archive", daemon=True)
@@ -236,7 +240,16 @@ class ArchiveHead(threading.Thread):
         self.top, self.entries, self.dirs = top, list(entries), list(dirs)
         self.error: Optional[BaseException] = None
         self.stop = threading.Event()
+        self.more: queue.Queue[Optional[Tuple[List[str], List[Entry]]]] = queue.Queue()
         self.start()
+
+    def extend(self, dirs: Sequence[str], entries: Sequence[Entry]) -> None:
+        """Add these folders, then these files (left as they are from now on), after what is queued already."""
+        self.more.put((list(dirs), list(entries)))
+
+    def finish(self) -> None:
+        """Nothing more will be queued: the part ends once what is queued is written."""
+        self.more.put(None)
 
     def run(self) -> None:
         try:
@@ -249,6 +262,15 @@ class ArchiveHead(threading.Thread):
                         _add_dir(tar, "%s/%s" % (self.top, rel))
                     for entry in self.entries:
                         _add_file(tar, self.top, entry, self.stop)
+                    while True:
+                        more = self.more.get()
+                        if more is None or self.stop.is_set():
+                            break
+                        for rel in more[0]:
+                            _add_dir(tar, "%s/%s" % (self.top, rel))
+                        for entry in more[1]:
+                            _add_file(tar, self.top, entry, self.stop)
+                            entry.sha256  # noqa: B018  (kept by the entry: the manifest reads it)
                     # not closed: the end-of-archive blocks come after the rest, in write_archive's member
         except BaseException as exc:  # raised where the archive is finished (a full disk says so there)
             self.error = exc
@@ -256,6 +278,7 @@ class ArchiveHead(threading.Thread):
     def cancel(self) -> None:
         """Stop (the export ended without sealing) and remove the file."""
         self.stop.set()
+        self.finish()
         self.join()
         if self.path.exists():
             os.unlink(str(self.path))
@@ -276,6 +299,7 @@ def write_archive(
         # gzip level 1, not tarfile's 9 (nor the default 6): compressing long event files was the largest single
         # cost of an export after the fold; level 1 takes half the time of 6 for an archive about a fifth larger
         if head is not None:
+            head.finish()
             head.join()
             if head.error is not None:
                 raise head.error

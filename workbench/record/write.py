@@ -376,6 +376,7 @@ def _write_record(
         report["files"].update(write_package(report, files, stage, early))
         # what is written so far gets its last pass while the child still draws (not the pictures it writes)
         scrubbed = _scrub_tree(stage, scrubber, skip_dir=stage / SHOTS_DIR)
+        early = _pack_early(stage, head)  # archived and hashed while the pictures are drawn
         report["files"]["screenshots"] = shots.result()
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
@@ -384,7 +385,7 @@ def _write_record(
         _scrub_tree(stage, scrubber, scrubbed)
         if hashing is not None:
             hashing.join()
-        _seal(stage, sid, files, head)
+        _seal(stage, sid, files, head, early)
         _swap_in(stage, export_dir)
     finally:
         shots.result()  # never leave the child drawing into a folder being removed
@@ -433,18 +434,53 @@ def _session_entries(files: SessionFiles) -> List[Entry]:
     return sorted(files.entries.values(), key=lambda e: e.rel)
 
 
-def _seal(stage: Path, sid: str, files: SessionFiles, head: Optional[ArchiveHead] = None) -> None:
+def _pack_early(stage: Path, head: Optional[ArchiveHead]) -> Dict[str, Tuple[tuple, Entry]]:
+    """Queue steps.csv, final after its masking pass, for the archive's first part (which hashes it too).
+
+    Returns its name in the export folder -> (the file's identity when queued, its archive entry)."""
+    path = stage / "metrics" / "steps.csv"
+    if head is None or not path.is_file() or path.stat().st_size <= IN_MEMORY_LIMIT_BYTES:
+        return {}
+    ident = _identity(path)
+    entry = Entry("%s/metrics/steps.csv" % EXPORT_DIR, path, None, path.stat().st_mtime, length=ident[1])
+    head.extend([EXPORT_DIR, EXPORT_DIR + "/metrics"], [entry])
+    return {"metrics/steps.csv": (ident, entry)}
+
+
+def _seal(
+    stage: Path,
+    sid: str,
+    files: SessionFiles,
+    head: Optional[ArchiveHead] = None,
+    early: Optional[Dict[str, Tuple[tuple, Entry]]] = None,
+) -> None:
     """session.sha256 and manifest.sha256 (each relative to the folder it verifies), then the archive.
 
-    `head`: the session's part of the archive, written already; the export's part follows it."""
+    `head`: the session's part of the archive, written already; the export's part follows it. `early`: export
+    files in that part already (_pack_early), each still the file it was when queued, or the archive is
+    written again whole."""
     archive_name = "%s.tar.gz" % sid
     session_entries = _session_entries(files)
     write_manifest(stage / SESSION_MANIFEST, session_entries)
     own = _export_entries(stage, [MANIFEST_NAME, archive_name])
+    packed_early = set()
+    if early and head is not None:
+        head.finish()
+        head.join()
+        if head.error is None:
+            by_rel = {e.rel: e for e in own}
+            if all(rel in by_rel and _identity(by_rel[rel].path) == ident for rel, (ident, _) in early.items()):
+                for rel, (_, entry) in early.items():
+                    by_rel[rel]._sha256 = entry.sha256  # hashed in the archive's thread, as it was archived
+                packed_early = set(early)
+            else:  # changed after it was archived: the archive is written again, whole
+                head.cancel()
+                head = None
     write_manifest(stage / MANIFEST_NAME, own)
     packed = [
         Entry("%s/%s" % (EXPORT_DIR, e.rel), e.path, e.data, e.mtime, length=e.length)
         for e in _export_entries(stage, [archive_name])
+        if e.rel not in packed_early
     ]
     export_dirs = sorted({e.rel.rsplit("/", 1)[0] for e in packed if e.rel.count("/") > 1})
     if head is None:
@@ -452,7 +488,11 @@ def _seal(stage: Path, sid: str, files: SessionFiles, head: Optional[ArchiveHead
             stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs
         )
     else:
-        write_archive(stage / archive_name, sid, packed, [EXPORT_DIR] + export_dirs, head=head)
+        done_dirs = {EXPORT_DIR + "/" + rel.rsplit("/", 1)[0] for rel in packed_early} | (
+            {EXPORT_DIR} if packed_early else set()
+        )
+        dirs = [d for d in [EXPORT_DIR] + export_dirs if d not in done_dirs]
+        write_archive(stage / archive_name, sid, packed, dirs, head=head)
 
 
 def _class_names(report: Dict[str, Any]) -> List[str]:
