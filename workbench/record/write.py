@@ -376,7 +376,7 @@ def _write_record(
         report["files"].update(write_package(report, files, stage, early))
         # what is written so far gets its last pass while the child still draws (not the pictures it writes)
         scrubbed = _scrub_tree(stage, scrubber, skip_dir=stage / SHOTS_DIR)
-        early = _pack_early(stage, head)  # archived and hashed while the pictures are drawn
+        archived = _pack_early(stage, head)  # archived and hashed while the pictures are drawn
         report["files"]["screenshots"] = shots.result()
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
@@ -385,7 +385,7 @@ def _write_record(
         _scrub_tree(stage, scrubber, scrubbed)
         if hashing is not None:
             hashing.join()
-        _seal(stage, sid, files, head, early)
+        _seal(stage, sid, files, head, archived)
         _swap_in(stage, export_dir)
     finally:
         shots.result()  # never leave the child drawing into a folder being removed
