@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, NoReturn, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Tuple
 
 from workbench import __version__
 from workbench.cli.numbers import number
@@ -474,18 +474,19 @@ def _cannot_listen(host: str, port: int) -> Optional[str]:
     return None
 
 
-VALUE_OPTIONS = ("--sessions", "--config", "--set", "--python")  # the options before a subcommand that take a value
-
-
-def _top_parser(kind: type = argparse.ArgumentParser) -> Tuple[argparse.ArgumentParser, Any, Any]:
-    """The parser without its subcommands, and the option groups the subcommands share (common, cfg)."""
+def _top_parser(kind: type = argparse.ArgumentParser) -> Tuple[argparse.ArgumentParser, Any, Any, FrozenSet[str]]:
+    """The parser without its subcommands, the option groups the subcommands share (common, cfg) and the
+    spellings of their options that take a value."""
     # Options accepted before and after the subcommand; SUPPRESS keeps a later default from erasing them.
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    common.add_argument("--sessions", help="sessions root (default ./sessions or $MS_WORKBENCH_SESSIONS)")
     cfg = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    cfg.add_argument("--config", help="YAML config file")
-    cfg.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
-    cfg.add_argument("--python", help="interpreter that runs jobs (config key python)")
+    shared = [
+        common.add_argument("--sessions", help="sessions root (default ./sessions or $MS_WORKBENCH_SESSIONS)"),
+        cfg.add_argument("--config", help="YAML config file"),
+        cfg.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)"),
+        cfg.add_argument("--python", help="interpreter that runs jobs (config key python)"),
+    ]
+    value_options = frozenset(s for action in shared if action.nargs != 0 for s in action.option_strings)
 
     parser = kind(
         prog="ms-workbench",
@@ -495,7 +496,7 @@ def _top_parser(kind: type = argparse.ArgumentParser) -> Tuple[argparse.Argument
     parser.add_argument("--version", action="version", version="ms-workbench " + __version__)
     parser.add_argument("--low-bandwidth", action="store_true", help="fewer colours, slower redraw (slow SSH)")
     parser.set_defaults(func=cmd_tui)
-    return parser, common, cfg
+    return parser, common, cfg, value_options
 
 
 class _NotPlain(Exception):
@@ -509,8 +510,8 @@ class _PlainParser(argparse.ArgumentParser):
         raise _NotPlain(message)
 
 
-def _plain(argv: List[str]) -> bool:
-    """Only the options before a subcommand, each exactly as spelled in VALUE_OPTIONS when it takes a value."""
+def _plain(argv: List[str], value_options: FrozenSet[str]) -> bool:
+    """Only the options before a subcommand, each exactly as spelled in `value_options` when it takes a value."""
     value_next = False
     for token in argv:
         if value_next:
@@ -518,7 +519,7 @@ def _plain(argv: List[str]) -> bool:
             continue
         if not token.startswith("-") or token in ("-", "--", "-h", "--help", "--version"):
             return False
-        value_next = token in VALUE_OPTIONS
+        value_next = token in value_options
     return True
 
 
@@ -527,8 +528,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     without the subcommands' parsers and their modules; anything else, and any error, by the whole tree, so
     help, usage and error messages are its own."""
     words = sys.argv[1:] if argv is None else list(argv)
-    if _plain(words):
-        parser = _top_parser(_PlainParser)[0]
+    parser, _, _, value_options = _top_parser(_PlainParser)
+    if _plain(words, value_options):
         parser.set_defaults(command=None)  # as the whole tree's subparsers set it when none is given
         try:
             return parser.parse_args(words)
@@ -539,7 +540,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser, common, cfg = _top_parser()
+    parser, common, cfg, _ = _top_parser()
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", parents=[common, cfg], help="run a job headless")
