@@ -10,7 +10,8 @@ seed 37) and config (MLP 784-128-10, Adam lr 0.001, batch 64, graph mode, CPU):
           every step, and nothing else (no events, no bookkeeping)
 
 Each arm runs in its own fresh process (this parent never imports MindSpore); every round runs
-each arm once, in a random order (seeded, printed), so drifting machine load hits them alike.
+each arm once, in a random order (seeded, printed), so drifting machine load hits them alike
+(with --bracket the job and the bare loop are one unit of the order: bare epochs, job, bare epochs).
 Epoch 1 includes the graph compile; the goals are judged on the steady epochs (2 and later).
 
 Job vs bare loop: both time the same span of an epoch, from its first batch to its last step's
@@ -28,9 +29,28 @@ Why many short rounds: one arm's steady epochs vary little within a process (sd 
 quiet machine) and a lot between processes (≈ 0.12 per arm, the two arms of a round uncorrelated),
 so extra epochs in a process buy almost nothing; the interval narrows as 1/sqrt(rounds). Two epochs
 per arm (compile + one steady) and a short validation (--val-limit, outside the timed span) make
-the most rounds per minute:
+the most rounds per minute.
 
-  python bench/train_throughput.py --arms job,bare --epochs 2 --rounds 200 --until-settled
+Why --bracket: the "between processes" spread is, at least in part (under load: mostly), the
+machine's speed drifting over seconds, not a level each process keeps. One bare-loop process timing 0.25 s chunks for 30-170 s (2 vCPUs
+under KVM, 2026-12-02, the other vCPU busy with someone's tests) ran each chunk at 100 % of a CPU
+with no steal time and still drifted 1.0-2.0 ms a step in runs of a few seconds; two ~1 s windows
+1 s apart differed by a log sd of 0.07-0.20, 8 s apart by 0.13-0.28; in the quiet 08:46 run epochs
+2 and 3 of a process (adjacent) agreed to 0.04-0.06 but epochs 3 and 4 only to 0.12-0.13. Thread
+counts (op_tuning.threads_num 1, dispatch_threads_num 1) and THP off changed nothing visible in
+6 processes each (sd 0.18-0.24 under that load). So the bare loop is timed as close to the job's
+steady epoch as it can be: one bare process loads, compiles and times its epochs, waits idle
+(0.00 CPU s measured) while the job runs exactly as users run it, then times as many epochs again
+(after BRACKET_WARMUP untimed steps); its level is the geometric mean of before and after. On 25
+rounds under that load the log-ratio sd was 0.163 bracketed, 0.205 with the bare epochs before the
+job only, 0.179 after only. The output checks the bracket itself ("bare after the job / bare
+before it": an interval away from 0 means the halves differ for a reason of their own) and gives
+each arm's time outside its steps measured inside its own process, which no drift enters (the
+job's bookkeeping between steps; the bare loop's is ~0.1 %).
+
+The command for the quiet run (≈ 16 s a round, so ≈ 45 rounds in 12 minutes):
+
+  python bench/train_throughput.py --arms job,bare --epochs 2 --rounds 200 --bracket --until-settled
       --min-rounds 20 --budget-min 12 --val-limit 600 --max-busy 0.5 --quiet-timeout 20
 
 `--model cnn` runs the same arms with the small CNN (jobs/common/models.py) instead of the MLP, plus
@@ -65,6 +85,7 @@ SEED = 37
 BATCH = 64
 GOAL_VS_COURSE = 2.5  # job throughput >= 2.5x the course recipe's
 GOAL_VS_BARE = 0.05  # job epoch time within 5 % of the bare loop's
+BRACKET_WARMUP = 200  # untimed steps of the waiting bare loop before its epochs after the job (its threads slept)
 
 
 MODEL = os.environ.get("BENCH_MODEL", "mlp")
@@ -145,8 +166,12 @@ def arm_course(epochs: int) -> Dict[str, Any]:
     return {"epoch_s": times, "last_loss": last, "step_ms_median": statistics.median(steady_ms)}
 
 
-def arm_bare(epochs: int) -> Dict[str, Any]:
-    """The least a numpy-fed loop can do with the job's feeding and sync: slice, step, fetch."""
+def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
+    """The least a numpy-fed loop can do with the job's feeding and sync: slice, step, fetch.
+
+    With `bracket`, after its epochs it prints a ready line and waits for a line on stdin (the parent runs
+    the job meanwhile), then runs BRACKET_WARMUP untimed steps and `epochs - 1` more timed epochs.
+    """
     import mindspore as ms
     import numpy as np
     from mindspore import Tensor, nn
@@ -163,20 +188,45 @@ def arm_bare(epochs: int) -> Dict[str, Any]:
     train_step.set_train(True)
     rng = np.random.default_rng(SEED)
     n = len(train_y)
-    times, last, steady_ms = [], [], []
-    for epoch in range(epochs):
-        order = rng.permutation(n)
+    steady_ms: List[float] = []
+
+    between: List[float] = []  # per timed steady epoch: its time outside the steps (the loop itself)
+
+    def epoch(steps_ms: Any, limit: int = 0) -> Any:
+        order = rng.permutation(n)[: limit * BATCH or n]
+        in_steps = 0.0
         start = time.perf_counter()  # after the shuffle, as the job's train_s
-        for begin in range(0, n, BATCH):
+        for begin in range(0, len(order), BATCH):
             t0 = time.perf_counter()
             idx = order[begin : begin + BATCH]
             loss = train_step(Tensor.from_numpy(train_x[idx]), Tensor.from_numpy(train_y[idx]))
             value = float(loss.asnumpy())
-            if epoch:
-                steady_ms.append((time.perf_counter() - t0) * 1000.0)
-        times.append(time.perf_counter() - start)
+            if steps_ms is not None:
+                took = time.perf_counter() - t0
+                in_steps += took
+                steps_ms.append(took * 1000.0)
+        took = time.perf_counter() - start
+        if steps_ms is not None:
+            between.append(took - in_steps)
+        return took, value
+
+    times, last = [], []
+    for index in range(epochs):
+        took, value = epoch(steady_ms if index else None)
+        times.append(took)
         last.append(value)
-    return {"epoch_s": times, "last_loss": last, "step_ms_median": statistics.median(steady_ms)}
+    result: Dict[str, Any] = {"epoch_s": times, "last_loss": last, "between_steps_s": between}
+    if bracket:
+        print(json.dumps({"ready": True}), flush=True)
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        sys.stdin.readline()
+        # the idle wait must leave the job alone: MindSpore's threads sleep then (checked: its CPU time is printed)
+        result["wait_s"], result["wait_cpu_s"] = time.monotonic() - wall0, time.process_time() - cpu0
+        epoch(None, BRACKET_WARMUP)
+        result["after_s"] = [epoch(steady_ms)[0] for _ in range(epochs - 1)]
+        result["bracket_s"] = math.sqrt(steady(times) * statistics.median(result["after_s"]))
+    result["step_ms_median"] = statistics.median(steady_ms)
+    return result
 
 
 def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any]:
@@ -233,6 +283,13 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
         raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
     epochs_ev = [e for e in events if e["type"] == "epoch"]
     perf = [e for e in events if e["type"] == "perf" and e.get("scope") == "run"][-1]
+    steps = [s for e in events if e["type"] in ("step", "steps") for s in expand_steps(e)]
+    # per steady epoch: train_s minus its steps' step_ms = the job's own work between steps (same process, same time)
+    between = [
+        e["train_s"] - sum(s["step_ms"] for s in steps if s["epoch"] == e["epoch"]) / 1000.0
+        for e in epochs_ev
+        if e["epoch"] > 1
+    ]
     return {
         "epoch_s": [e["train_s"] for e in epochs_ev],
         "epoch_with_val_s": [e["epoch_s"] for e in epochs_ev],
@@ -240,9 +297,8 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
         "first_step_s": perf["first_step_s"],
         "steady": perf["steady"],
         "job_dir": str(job_dir),
-        "step_ms_median": statistics.median(
-            s["step_ms"] for e in events if e["type"] in ("step", "steps") and e["epoch"] > 1 for s in expand_steps(e)
-        ),
+        "step_ms_median": statistics.median(s["step_ms"] for s in steps if s["epoch"] > 1),
+        "between_steps_s": between,
         "cpu_isa_cap": [e for e in events if e["type"] == "started"][0].get("cpu_isa_cap"),
     }
 
@@ -297,11 +353,71 @@ def run_child(arm: str, epochs: int, python: str = sys.executable, cwd: str = ""
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def run_bracket(epochs: int, run_job: Any, cwd: str, before_job: Any = None) -> Any:
+    """The bare loop's epochs right before and right after the job's run, in one waiting bare process.
+
+    The bare process loads, compiles and times its epochs, then waits (idle) while `run_job()` runs the job as
+    users run it; told to go on, it times as many epochs again. Returns (job result, bare result).
+    """
+    err = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--arm", "bare", "--epochs", str(epochs), "--bracket"],
+        cwd=cwd or tempfile.gettempdir(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        env=_env(),
+        start_new_session=True,  # as run_child: its own session
+        preexec_fn=_held(),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        line = proc.stdout.readline()
+        while line and not line.startswith('{"ready"'):
+            line = proc.stdout.readline()
+        if not line:
+            proc.wait()
+            err.seek(0)
+            raise SystemExit("arm bare (bracket) failed before the job:\n%s" % err.read()[-3000:])
+        if before_job is not None:
+            before_job()
+        job = run_job()
+        ended = time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        out = proc.stdout.read()
+        if proc.wait() != 0:
+            err.seek(0)
+            raise SystemExit("arm bare (bracket) failed after the job:\n%s" % err.read()[-3000:])
+        bare = json.loads(out.strip().splitlines()[-1])
+        bare["after_job_s"] = time.monotonic() - ended  # from the job's exit.json to the bare loop's end
+        return job, bare
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        err.close()
+
+
+def job_between_bare(epochs: int, tmp: Path, max_busy: float, quiet_timeout: float) -> Any:
+    """One --bracket unit: the job run between the bare loop's epochs, waiting for a quiet CPU before the job too."""
+    seen: Dict[str, float] = {}
+
+    def quiet_before_job() -> None:
+        seen["busy"] = wait_for_quiet(max_busy, quiet_timeout)
+        seen["began"] = time.monotonic()
+
+    job, bare = run_bracket(epochs, lambda: arm_job(epochs, tmp), str(tmp), quiet_before_job)
+    job.update(cpu_busy_before=seen["busy"], arm_wall_s=time.monotonic() - seen["began"])
+    return job, bare
+
+
 def summarize(raw: Dict[str, List[Dict[str, Any]]], n_images: int = 54000) -> Dict[str, Dict[str, Any]]:
     """Per arm: epoch-1 time, steady epoch median with quartiles over all rounds, step median, images/s."""
     rows = {}
     for arm, runs in raw.items():
-        pooled = sorted(v for r in runs for v in r["epoch_s"][1:])
+        pooled = sorted(v for r in runs for v in r["epoch_s"][1:] + r.get("after_s", []))
         quart = statistics.quantiles(pooled, n=4) if len(pooled) > 1 else [pooled[0]] * 3
         st = statistics.median(pooled)
         rows[arm] = {
@@ -312,7 +428,7 @@ def summarize(raw: Dict[str, List[Dict[str, Any]]], n_images: int = 54000) -> Di
             "n_steady": len(pooled),
             "fastest_steady_epoch_s": pooled[0],
             "images_per_s": n_images / st,
-            "median_of_run_medians_s": statistics.median(steady(r["epoch_s"]) for r in runs),
+            "median_of_run_medians_s": statistics.median(level(r) for r in runs),
             "step_ms_median": statistics.median(r["step_ms_median"] for r in runs),
         }
     return rows
@@ -330,20 +446,35 @@ def verdict(interval: Any, goal: float = GOAL_VS_BARE) -> str:
     return "not settled"
 
 
+def level(run: Dict[str, Any]) -> float:
+    """A process's steady epoch time: the median steady epoch; a bracketing bare loop's, the geometric mean of its
+    median before the job and its median after it."""
+    return run["bracket_s"] if "bracket_s" in run else steady(run["epoch_s"])
+
+
+def after_job(run: Dict[str, Any]) -> float:
+    """A bracketing bare loop's median epoch after the job (other runs: their median steady epoch)."""
+    return statistics.median(run["after_s"]) if "after_s" in run else steady(run["epoch_s"])
+
+
 def paired_ratios(
     raw: Dict[str, List[Dict[str, Any]]], arm: str = "job", base: str = "bare", of: Any = None
 ) -> List[float]:
-    """Per round: the arm's estimate over the base's in the same round (default: the median steady epoch)."""
-    of = of or (lambda r: steady(r["epoch_s"]))
+    """Per round: the arm's estimate over the base's in the same round (default: `level`)."""
+    of = of or level
     return [of(a) / of(b) for a, b in zip(raw.get(arm, []), raw.get(base, []))]
 
 
 # What one process's time can be summed up by. Only the epoch ones time the same span in both arms (an epoch from
 # its first batch to its last loss fetched, the job's per-step bookkeeping and event writing included); the per-step
-# median leaves out what the job does between steps, so it is shown for comparison and never judged on.
+# median leaves out what the job does between steps, so it is shown for comparison and never judged on. The bare
+# loop's "before"/"after" rows exist only with --bracket (without it they equal the first row).
 ESTIMATORS = {
-    "median steady epoch": (lambda r: steady(r["epoch_s"]), True),
-    "mean steady epoch": (lambda r: statistics.fmean(r["epoch_s"][1:]), True),
+    "median steady epoch": (level, True),
+    "median steady epoch, bare before the job only": (lambda r: steady(r["epoch_s"]), True),
+    "median steady epoch, bare after the job only": (after_job, True),
+    "mean steady epoch": (lambda r: statistics.fmean(r["epoch_s"][1:] + r.get("after_s", [])), True),
+    # a bracketing bare loop's epochs before the job only: the fastest of more epochs than the job's would be biased
     "fastest steady epoch": (lambda r: min(r["epoch_s"][1:]), True),
     "median step (not the same span)": (lambda r: r["step_ms_median"], False),
 }
@@ -357,7 +488,10 @@ def estimator_table(raw: Dict[str, List[Dict[str, Any]]], arm: str = "job", base
         "ratio, 95 %% interval |" % (arm, base),
         "|---|---|---|---|---|",
     ]
+    bracketed = any("after_s" in r for r in raw[base])
     for name, (of, _) in ESTIMATORS.items():
+        if "bare" in name and not bracketed:
+            continue
         logs_a = [math.log(of(r)) for r in raw[arm]]
         logs_b = [math.log(of(r)) for r in raw[base]]
         ratios = paired_ratios(raw, arm, base, of)
@@ -384,8 +518,44 @@ def spread_sources(runs: List[Dict[str, Any]]) -> Any:
     within = [statistics.variance(p) for p in logs if len(p) > 1]
     return (
         math.sqrt(statistics.fmean(within)) if within else None,
-        _sd([math.log(steady(r["epoch_s"])) for r in runs]),
+        _sd([math.log(level(r)) for r in runs]),
     )
+
+
+def outside_steps(raw: Dict[str, List[Dict[str, Any]]]) -> List[str]:
+    """Per arm: the share of a steady epoch spent outside its steps (between one step's loss fetched and the next
+    batch taken), measured inside each process: the machine's drift does not enter it, so it shows the job's own
+    bookkeeping apart from the noise of the paired ratio."""
+    out = []
+    for arm in ("job", "bare"):
+        shares = [
+            b / e
+            for r in raw.get(arm, [])
+            for b, e in zip(r.get("between_steps_s", []), r["epoch_s"][1:] + r.get("after_s", []))
+        ]
+        if shares:
+            out.append(
+                "%s: time outside the steps, same process: %s %% of a steady epoch (median [min-max] over %d epochs)"
+                % (arm, spread_fmt((100 * v for v in shares), "%.2f").split(" (n=")[0], len(shares))
+            )
+    return out
+
+
+def bracket_check(bare_runs: List[Dict[str, Any]]) -> List[str]:
+    """With --bracket: the bare loop's epochs after the job over its epochs before it, same process; an interval
+    away from 1 would mean the two halves of the bracket differ for a reason of their own (not drift)."""
+    pairs = [after_job(r) / steady(r["epoch_s"]) for r in bare_runs if "after_s" in r]
+    interval = ratio_interval(pairs)
+    if interval is None:
+        return []
+    return [
+        "bare after the job / bare before it (same process, %d rounds): %+.1f %%, 95 %% interval [%+.1f %%, %+.1f %%]%s"
+        % (
+            len(pairs),
+            *(100 * (v - 1) for v in interval),
+            "" if interval[1] <= 1.0 <= interval[2] else " -- the halves differ: read the before/after rows",
+        )
+    ]
 
 
 def _sd(values: List[float]) -> float:
@@ -409,6 +579,13 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=4, help="epochs per arm (>= 2; epoch 1 compiles)")
     parser.add_argument("--rounds", type=int, default=5, help="most interleaved rounds (each: every arm once)")
     parser.add_argument("--arm", choices=("course", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bracket",
+        action="store_true",
+        help="time the bare loop right before and right after the job, in one bare process that waits (idle) while "
+        "the job runs; a round's bare level is the geometric mean of the two (the machine's speed drifts over "
+        "seconds, so a bare process started apart from the job's pairs with it poorly)",
+    )
     parser.add_argument("--summarize", metavar="JSON", help="print the table of an earlier --json file and exit")
     parser.add_argument("--json", help="also write the raw measurements to this file")
     parser.add_argument(
@@ -462,7 +639,7 @@ def main() -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if args.arm:
-        result = (arm_course if args.arm == "course" else arm_bare)(args.epochs)
+        result = arm_course(args.epochs) if args.arm == "course" else arm_bare(args.epochs, args.bracket)
         print(json.dumps(result))
         return 0
 
@@ -486,6 +663,7 @@ def main() -> int:
     arms += ["course-2.5"] if args.compat_python and os.path.exists(args.compat_python) else []
     arms = [a for a in arms if not args.arms or a in args.arms.split(",")]
     raw: Dict[str, List[Dict[str, Any]]] = {arm: [] for arm in arms}
+    bracket = args.bracket and {"job", "bare"} <= set(arms)
     began, slowest, stopped = time.monotonic(), 0.0, "at --rounds %d" % args.rounds
     with tempfile.TemporaryDirectory(prefix="train-throughput-") as tmp:
         # this bench's own device locks: another bench's job goes on
@@ -495,24 +673,41 @@ def main() -> int:
                 stopped = "by the %.1f-minute budget after %d rounds" % (args.budget_min, rnd)
                 break
             round_began = time.monotonic()
-            for arm in rng.sample(arms, len(arms)):
+            # with --bracket the job and the bare loop run as one unit: bare epochs, the job, bare epochs again
+            units = [a for a in arms if not (bracket and a in ("job", "bare"))] + (["job+bare"] if bracket else [])
+            for arm in rng.sample(units, len(units)):
                 busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
                 arm_began = time.monotonic()
-                if arm.startswith("job"):
-                    result = arm_job(args.epochs, Path(tmp), "none" if arm == "job-uncapped" else "auto")
+                if arm == "job+bare":
+                    job, bare = job_between_bare(args.epochs, Path(tmp), args.max_busy, args.quiet_timeout)
+                    bare.update(cpu_busy_before=busy, arm_wall_s=time.monotonic() - arm_began)
+                    done = [("job", job), ("bare", bare)]
+                elif arm.startswith("job"):
+                    done = [(arm, arm_job(args.epochs, Path(tmp), "none" if arm == "job-uncapped" else "auto"))]
                 elif arm == "course-2.5":
-                    result = run_child("course", args.epochs, args.compat_python, tmp)
+                    done = [(arm, run_child("course", args.epochs, args.compat_python, tmp))]
                 else:
-                    result = run_child(arm, args.epochs, cwd=tmp)
-                result["cpu_busy_before"] = busy
-                result["arm_wall_s"] = time.monotonic() - arm_began  # start-up, compile and validation included
-                raw[arm].append(result)
-                result["load"] = os.getloadavg()[0]
-                print(
-                    "round %d %-6s epochs s: %s   (CPU busy before: %.0f %%, load %.1f)"
-                    % (rnd + 1, arm, " ".join("%.2f" % s for s in result["epoch_s"]), 100 * busy, result["load"]),
-                    flush=True,
-                )
+                    done = [(arm, run_child(arm, args.epochs, cwd=tmp))]
+                for name, result in done:
+                    result.setdefault("cpu_busy_before", busy)
+                    result.setdefault("arm_wall_s", time.monotonic() - arm_began)  # start-up, compile, validation
+                    raw[name].append(result)
+                    result["load"] = os.getloadavg()[0]
+                    print(
+                        "round %d %-6s epochs s: %s%s   (CPU busy before: %.0f %%, load %.1f)"
+                        % (
+                            rnd + 1,
+                            name,
+                            " ".join("%.2f" % s for s in result["epoch_s"]),
+                            " | after the job: %s (waited %.1f s using %.2f CPU s)"
+                            % (" ".join("%.2f" % s for s in result["after_s"]), result["wait_s"], result["wait_cpu_s"])
+                            if "after_s" in result
+                            else "",
+                            100 * result["cpu_busy_before"],
+                            result["load"],
+                        ),
+                        flush=True,
+                    )
             slowest = max(slowest, time.monotonic() - round_began)
             ratios = paired_ratios(raw)
             if ratios:
@@ -581,11 +776,14 @@ def main() -> int:
         # the verdict comes from the paired interval only; the pooled medians of the table are not a test
         ratios = paired_ratios(raw)
         print(
-            "job vs bare loop, paired by round (median steady epoch, epochs 2-%d of %d images, %s, %d rounds, "
+            "job vs bare loop, paired by round (median steady epoch, epochs 2-%d of %d images%s, %s, %d rounds, "
             "stopped %s, %.1f min): %s"
             % (
                 args.epochs,
                 args.limit or 54000,
+                "; bare: geometric mean of its epochs right before and right after the job, in one process"
+                if bracket
+                else "",
                 "both arms held to CPU %s" % args.pin if PIN else "CPUs free as users run it",
                 len(ratios),
                 stopped,
@@ -608,6 +806,8 @@ def main() -> int:
                         spread_fmt(r.get("arm_wall_s") for r in raw[arm]),
                     )
                 )
+            for line in outside_steps(raw) + bracket_check(raw["bare"]):
+                print(line)
             need = rounds_to_settle(ratios, 1.0 + GOAL_VS_BARE)
             print(
                 "at this spread (sd of the log-ratio %.3f) and mean, the 95 %% interval would clear +5 %% after about "

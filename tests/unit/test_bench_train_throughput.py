@@ -69,3 +69,20 @@ def test_spread_sources_splits_within_a_process_from_between_processes():
     within, between = spread_sources(runs)
     assert within == 0.0 and abs(between - math.log(2.0) / math.sqrt(2)) < 1e-12
     assert spread_sources([_run([9.0, 1.0]), _run([9.0, 2.0])])[0] is None
+
+
+def test_a_bracketing_bare_loop_pairs_by_the_geometric_mean_of_its_epochs_before_and_after_the_job():
+    bare = _run([5.0, 1.0], 1.0)
+    bare.update(after_s=[4.0], bracket_s=2.0)  # sqrt(1.0 * 4.0), as arm_bare writes it
+    raw = {"job": [_run([9.0, 3.0]), _run([9.0, 2.0])], "bare": [bare, _run([5.0, 1.0])]}
+    assert paired_ratios(raw) == [1.5, 2.0]  # the second round's bare loop did not bracket: its steady epoch
+    by_name = {row.split(" | ")[0].lstrip("| "): row for row in estimator_table(raw)[2:]}
+    before, after = (by_name["median steady epoch, bare %s the job only" % w] for w in ("before", "after"))
+    # before the job: 3.0/1.0 and 2.0/1.0; after it: 3.0/4.0 and 2.0/1.0
+    assert "| %.3f |" % (abs(math.log(3.0) - math.log(2.0)) / math.sqrt(2)) in before
+    assert "| %.3f |" % (abs(math.log(0.75) - math.log(2.0)) / math.sqrt(2)) in after
+
+
+def test_the_bare_before_and_after_rows_are_left_out_without_bracketing():
+    raw = {"job": [_run([9.0, 3.0]), _run([9.0, 2.0])], "bare": [_run([5.0, 1.0]), _run([5.0, 1.5])]}
+    assert not any("bare before" in row or "bare after" in row for row in estimator_table(raw))
