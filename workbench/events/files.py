@@ -20,12 +20,22 @@ def _clean(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return value if _plain(value) else [_clean(v) for v in value]
     if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
         return _clean(value.item())  # numpy scalar
     if hasattr(value, "tolist") and callable(value.tolist):
         return _clean(value.tolist())  # numpy array
     return value
+
+
+def _plain(items: Any) -> bool:
+    """True when a list holds only str and int, or only finite floats: JSON-safe as it is.
+
+    The train job's `steps` lines carry four such lists of ~30-90 values; walking them value by value
+    was most of the cost of writing them (about 240 us a line against about 40 us).
+    """
+    kinds = set(map(type, items))
+    return kinds <= {str, int} or (kinds == {float} and all(map(math.isfinite, items)))
 
 
 def encode(event: Dict[str, Any]) -> str:
