@@ -40,7 +40,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
     b = "bench/"
     if quick:
         scale = ["--sizes", "10000", "--mixes", "train,train-per-line", "--rounds", "1"]
-        mlp = ["--arms", "job,bare", "--epochs", "2", "--rounds", "2", "--limit", "640", "--max-busy", "1", "--bracket"]
+        mlp = ["--arms", "job,bare", "--epochs", "2", "--rounds", "2", "--limit", "640", "--max-busy", "1"]
         course = ["--arms", "course,job", "--epochs", "2", "--rounds", "2", "--limit", "640", "--max-busy", "1"]
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "2", "--rounds", "1", "--limit", "192"]
         cnn += ["--val-limit", "200"]
@@ -53,10 +53,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
     else:
         scale = ["--sizes", "100000,1000000", "--mixes", "train,train-per-line", "--rounds", "5"]
         # many short rounds: the spread is between processes, so pairs settle it, not epochs (docstring of the bench)
-        # --bracket: the bare loop timed right before and right after the job, in one waiting process (the machine's
-        # speed drifts over seconds, so separate processes pair poorly)
-        mlp = ["--arms", "job,bare", "--epochs", "2", "--rounds", "200", "--bracket", "--until-settled"]
-        mlp += ["--min-rounds", "20"]
+        mlp = ["--arms", "job,bare", "--epochs", "2", "--rounds", "200", "--until-settled", "--min-rounds", "20"]
         mlp += ["--budget-min", "12", "--val-limit", "600", "--max-busy", "0.5", "--quiet-timeout", "20"]
         course = ["--arms", "course,job", "--epochs", "3", "--rounds", "3", "--max-busy", "0.5"]
         course += ["--quiet-timeout", "20"]
