@@ -54,26 +54,24 @@ class EventPipe:
         self.ctx = ctx
         self.items: List[Any] = []
         self.flushed_at = time.monotonic()
+        # the `steps` line still open at the end of items, and the (epoch, step) that continues it: a step looks
+        # here instead of inspecting the last item (this runs right after every step, where Python is slow)
+        self.open_steps: Optional[Dict[str, Any]] = None
+        self.next_step: Any = None
 
     def put(self, type_: str, **fields: Any) -> None:
         """Queue one event; write the batch when it is old enough."""
         fields["t"] = round(time.time(), 6)
         self.items.append((type_, fields))
+        self.open_steps = None  # a step after this event starts a new line
         self._maybe_drain()
 
     def step(
         self, epoch: int, step: int, global_step: int, loss: float, step_ms: float, batch_size: int, phase: str
     ) -> None:
         """Queue one step: it joins the open `steps` line when it follows that line's last step."""
-        last = self.items[-1] if self.items else None
-        if (
-            last is not None
-            and last[0] == "steps"
-            and last[1]["epoch"] == epoch
-            and last[1]["first_step"] + len(last[1]["loss"]) == step
-        ):
-            fields = last[1]
-        else:
+        fields = self.open_steps
+        if fields is None or self.next_step != (epoch, step):
             fields = {
                 "epoch": epoch,
                 "first_step": step,
@@ -84,11 +82,13 @@ class EventPipe:
                 "phase": [],
             }
             self.items.append(("steps", fields))
+            self.open_steps = fields
+        self.next_step = (epoch, step + 1)
         fields["loss"].append(loss)  # non-finite values are encoded as "nan", "inf"
         fields["step_ms"].append(step_ms)
         fields["batch_size"].append(batch_size)
         fields["phase"].append(phase)
-        fields["t"] = round(time.time(), 6)
+        fields["t"] = time.time()  # rounded when written
         self._maybe_drain()
 
     def _maybe_drain(self) -> None:
@@ -100,8 +100,10 @@ class EventPipe:
     def drain(self) -> None:
         """Write every queued event now."""
         items, self.items = self.items, []
+        self.open_steps = None
         for type_, fields in items:
             if type_ == "steps":
+                fields["t"] = round(fields["t"], 6)
                 for key in ("batch_size", "phase"):  # one value stands for all when they agree
                     if len(set(fields[key])) == 1:
                         fields[key] = fields[key][0]

@@ -155,3 +155,31 @@ def test_a_batched_step_costs_a_fraction_of_a_step_line(tmp_path):
     assert batched < single / 3, (batched, single)
     steps = [s for ev in read_all(str(ctx.dir / "events.jsonl")) for s in expand_steps(ev)]
     assert [s["loss"] for s in steps] == losses and [s["global_step"] for s in steps] == list(range(1, 51))
+
+
+def test_a_steps_line_ends_at_a_write_an_other_event_or_a_gap_in_the_steps(tmp_path):
+    ctx = make_ctx(tmp_path)
+    pipe = EventPipe(ctx)
+    pipe.FLUSH_EVERY_S = 1e9
+    for step in (1, 2):
+        pipe.step(1, step, step, 1.0, 2.0, 64, "steady")
+    pipe.drain()
+    pipe.step(1, 3, 3, 1.0, 2.0, 64, "steady")
+    pipe.step(1, 5, 5, 1.0, 2.0, 64, "steady")  # step 4 missing: a new line
+    pipe.put("progress", done=5, total=9, unit="step")
+    pipe.step(1, 6, 6, 1.0, 2.0, 64, "steady")
+    pipe.step(2, 7, 7, 1.0, 2.0, 64, "steady")  # next epoch: a new line
+    pipe.close()
+    ctx.events.close()
+    lines = [
+        (e["type"], e.get("first_step"), len(e["loss"]) if e["type"] == "steps" else 0)
+        for e in read_all(str(ctx.dir / "events.jsonl"))
+    ]
+    assert lines == [
+        ("steps", 1, 2),
+        ("steps", 3, 1),
+        ("steps", 5, 1),
+        ("progress", None, 0),
+        ("steps", 6, 1),
+        ("steps", 7, 1),
+    ]
