@@ -54,7 +54,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         scale = ["--sizes", "100000,1000000", "--mixes", "train,train-per-line", "--rounds", "5"]
         # many short rounds: the spread is between processes, so pairs settle it, not epochs (docstring of the bench)
         mlp = ["--arms", "job,bare", "--epochs", "2", "--rounds", "200", "--until-settled", "--min-rounds", "20"]
-        mlp += ["--budget-min", "12", "--val-limit", "600", "--max-busy", "0.5", "--quiet-timeout", "20"]
+        mlp += ["--budget-min", "15", "--val-limit", "600", "--max-busy", "0.5", "--quiet-timeout", "20"]
         course = ["--arms", "course,job", "--epochs", "3", "--rounds", "3", "--max-busy", "0.5"]
         course += ["--quiet-timeout", "20"]
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "3", "--rounds", "3", "--limit", "1920"]
@@ -74,7 +74,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         {
             "name": "train_throughput",
             "argv": [b + "train_throughput.py", "--json", "{out}/raw.json"] + mlp,
-            "minutes": 12,
+            "minutes": 15,
         },
         {
             "name": "train_course",

@@ -55,10 +55,12 @@ Every run prints each arm's time outside its steps measured inside its own proce
 enters: the job's bookkeeping between a step's loss fetched and the next batch taken (2.2-2.8 % of a
 steady epoch at load ~1) against the bare loop's loop overhead (~0.15 %).
 
-The command for the quiet run (≈ 13 s a round on a quiet machine):
+The command for the quiet run (13-15 s a round, so ≈ 60 rounds in 15 minutes; on 2026-12-02 at load
+~1, 40 rounds gave -0.9 % [-6.6 %, +5.2 %] with a log-ratio sd of 0.19, about 43 rounds short of
+settling):
 
   python bench/train_throughput.py --arms job,bare --epochs 2 --rounds 200 --until-settled
-      --min-rounds 20 --budget-min 12 --val-limit 600 --max-busy 0.5 --quiet-timeout 20
+      --min-rounds 20 --budget-min 15 --val-limit 600 --max-busy 0.5 --quiet-timeout 20
 
 `--model cnn` runs the same arms with the small CNN (jobs/common/models.py) instead of the MLP, plus
 `job-uncapped` (the job with train.cpu_isa_cap=none: oneDNN free to use AVX-512) and, with
