@@ -118,3 +118,9 @@ def test_any_url_password_is_masked_and_the_host_kept(user, password, scheme):
         assert ":" + password + "@" not in masked
         assert mask_text(masked) == masked
     assert secret_parts(url)[0] == password
+
+
+def test_a_url_password_spelling_an_auth_scheme_is_still_hunted():
+    """The scheme words (Bearer, Negotiate, ...) are dropped as values of `Authorization:` assignments only."""
+    assert secret_parts("https://0:NEGOTIATE@host-9.example.com:8443/path") == ["NEGOTIATE"]
+    assert set(secret_parts("Authorization: Bearer abcdefgh12345")) == {"abcdefgh12345"}

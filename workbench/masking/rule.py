@@ -285,10 +285,10 @@ def mask_value(name: Optional[str], value: Any) -> Any:
 
 def secret_parts(text: str) -> List[str]:
     """The secret strings inside a text: URL passwords, credentials, secret query values, options, assignments."""
+    # The password only: a user name alone (ssh://ubuntu@host) would be hunted into every path. Whatever it
+    # spells: a password "NEGOTIATE" is a password, not the scheme word the last filter below is for.
+    passwords = [p for _, _, p in userinfo_spans(text) if p and p not in MASK_MARKERS] if "://" in text else []
     found: List[str] = []
-    if "://" in text:
-        # The password only: a user name alone (ssh://ubuntu@host) would be hunted into every path.
-        found.extend(password for _, _, password in userinfo_spans(text) if password)
     for match in AUTH_HEADER.finditer(text):
         if match.group("scheme").lower() in AUTH_SCHEMES:
             found.append(match.group("creds"))
@@ -307,4 +307,5 @@ def secret_parts(text: str) -> List[str]:
     for match in ASSIGNMENT.finditer(text):
         if secret_name(match.group(1)):
             found.append(match.group(3).strip("\"'"))
-    return [f for f in found if f and f not in MASK_MARKERS and f.lower() not in AUTH_SCHEMES]
+    # `Authorization: Bearer …` read as an assignment gives the scheme word: never a secret of its own
+    return passwords + [f for f in found if f and f not in MASK_MARKERS and f.lower() not in AUTH_SCHEMES]
