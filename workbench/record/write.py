@@ -438,13 +438,20 @@ def _pack_early(stage: Path, head: Optional[ArchiveHead]) -> Dict[str, Tuple[tup
     """Queue steps.csv, final after its masking pass, for the archive's first part (which hashes it too).
 
     Returns its name in the export folder -> (the file's identity when queued, its archive entry)."""
-    path = stage / "metrics" / "steps.csv"
+    rel = "metrics/steps.csv"
+    path = stage / rel
     if head is None or not path.is_file() or path.stat().st_size <= IN_MEMORY_LIMIT_BYTES:
         return {}
     ident = _identity(path)
-    entry = Entry("%s/metrics/steps.csv" % EXPORT_DIR, path, None, path.stat().st_mtime, length=ident[1])
-    head.extend([EXPORT_DIR, EXPORT_DIR + "/metrics"], [entry])
-    return {"metrics/steps.csv": (ident, entry)}
+    entry = Entry("%s/%s" % (EXPORT_DIR, rel), path, None, path.stat().st_mtime, length=ident[1])
+    head.extend(_folders_of(rel), [entry])
+    return {rel: (ident, entry)}
+
+
+def _folders_of(rel: str) -> List[str]:
+    """The export folder and the folders above one of its files, as the archive names them, parents first."""
+    parts = rel.split("/")[:-1]
+    return [EXPORT_DIR] + ["%s/%s" % (EXPORT_DIR, "/".join(parts[: i + 1])) for i in range(len(parts))]
 
 
 def _seal(
@@ -488,10 +495,8 @@ def _seal(
             stage / archive_name, sid, session_entries + packed, list(files.dirs) + [EXPORT_DIR] + export_dirs
         )
     else:
-        done_dirs = {EXPORT_DIR + "/" + rel.rsplit("/", 1)[0] for rel in packed_early} | (
-            {EXPORT_DIR} if packed_early else set()
-        )
-        dirs = [d for d in [EXPORT_DIR] + export_dirs if d not in done_dirs]
+        queued = {d for rel in packed_early for d in _folders_of(rel)}  # in the first part already
+        dirs = [d for d in [EXPORT_DIR] + export_dirs if d not in queued]
         write_archive(stage / archive_name, sid, packed, dirs, head=head)
 
 
