@@ -6,6 +6,7 @@ from __future__ import annotations
 from screens.app import WorkbenchApp
 from screens.commands import WorkbenchCommands
 from screens.dialogs import ConfirmScreen
+from screens.render_svgs import _settled as settled  # the renderer's "mounted and nothing queued"
 from screens.training import PANE_KEYS, PANES, TrainingScreen
 from tests.support.pilot import until
 from tests.support.recorded import text_of, wait_ingested
@@ -287,6 +288,9 @@ async def test_the_palette_runs_overfit_resume_precision_and_compare_in_the_scre
         assert started == ["overfit", "resume", "precision"]
         titles["Compare two training runs"]()
         await until(pilot, lambda: app.current_mode == "training", what="the compare to open on Training")
+        # the Training screen is built on this first visit: leaving before its widgets finished mounting tears the
+        # app down under them (a Select mounting after its label was removed raises in Textual)
+        await until(pilot, lambda: settled(app, app.screen), what="the Training screen mounted")
 
 
 async def test_the_session_screen_lists_the_next_steps_and_enter_runs_one(tmp_path):
