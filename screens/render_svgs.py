@@ -81,16 +81,11 @@ async def shoot(
         app.exit()
 
 
-# Built once the fold is there: the Session screen's logs are scrolled to their ends when first written, and
-# on a screen already laid out without the data, a later layout (its acceptance table) would move those ends.
-AFTER_FOLD = ("session",)
-
-
 def _prebuilt_app() -> Any:
     from screens.app import WorkbenchApp
 
     class Prebuilt(WorkbenchApp):
-        """Opens on the first screen drawn, never on one built only after the fold."""
+        """Opens on the first screen drawn."""
 
         def landing_mode(self) -> str:
             return SCREENS[0][1]
@@ -120,9 +115,8 @@ async def shoot_handed(
     _cheaper_restyling(app, drawn)
     async with app.run_test(size=SIZE) as pilot:
         for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
-            if mode not in AFTER_FOLD:
-                await app.switch_mode(mode)
-                await pilot.pause()
+            await app.switch_mode(mode)
+            await pilot.pause()
         out_dir, folded = await asyncio.get_running_loop().run_in_executor(None, receive)
         out_dir.mkdir(parents=True, exist_ok=True)
         await app.adopt(folded)
@@ -151,21 +145,23 @@ async def _drawn(pilot: Any, screen: Any) -> None:
     """Wait until the screen has drawn its model's latest version and settled (or a redraw tick has passed)."""
     view = getattr(screen, "view", None)
     deadline = time.monotonic() + SETTLE_S * 4
-    await pilot.pause(0.05)  # a first look no sooner than before: what a switch sets off has started
+    await pilot.pause(0)  # what the switch set off is handled; a layout it asked for is done
     while time.monotonic() < deadline:
         rendered = getattr(screen, "drawn_version", None)
         if rendered is None:  # a screen without the bookkeeping: give it one redraw tick
             await pilot.pause(SETTLE_S)
             return
         if view is not None and rendered == getattr(view, "version", rendered) and _settled(pilot.app, screen):
-            break
-        await pilot.pause(DRAWN_POLL_S)  # every message the screen had queued is handled first
-    await pilot.pause()
+            return
+        await pilot.pause(DRAWN_POLL_S)  # every message the screen had queued is handled, then a layout is done
 
 
 def _settled(app: Any, screen: Any) -> bool:
-    """Every widget of the screen mounted (a drawing may mount some) and no message left to handle, the app's too."""
-    if app.message_queue_size:
+    """Every widget of the screen mounted (a drawing may mount some), no message left to handle (the app's too), no
+    layout or after-refresh callback pending and no worker running (a Log measures its lines in a thread)."""
+    if app.message_queue_size or len(app.workers):
+        return False
+    if getattr(screen, "_layout_required", False) or getattr(screen, "_callbacks", None):
         return False
     return all(node.is_mounted and not node.message_queue_size for node in screen.walk_children(with_self=True))
 

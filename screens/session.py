@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from screens.base import WorkbenchScreen
 from screens.next_steps import Step, steps_of
 from screens.widgets.acceptance_table import AcceptanceTable
+from screens.widgets.following_log import FollowingLog
 from screens.widgets.textgrid import Cell
 from screens.widgets.words import clip_words
 from workbench.acceptance.about import about_session
@@ -108,8 +109,8 @@ class SessionScreen(WorkbenchScreen):
         yield ProgressBar(total=len(EXPORT_PHASES) - 1, show_eta=False, id="export-bar")
         yield Static("", id="export-status")
         with Horizontal(id="detail"):
-            yield Log(max_lines=400, id="events")
-            yield Log(max_lines=200, id="stderr")
+            yield FollowingLog(max_lines=400, id="events")
+            yield FollowingLog(max_lines=200, id="stderr")
 
     def action_toggle_logs(self) -> None:
         """Show or hide the selected job's events and stderr (on a tall terminal they are always shown)."""
