@@ -63,3 +63,51 @@ def test_the_pass_in_two_goes_masks_what_was_rewritten_or_written_after_the_firs
     assert sorted(passed) == ["again.csv", "report.md", "training.svg"]  # kept.csv, unchanged, not read again
     for path in stage.rglob("*"):
         assert not path.is_file() or secret not in path.read_text(), path
+
+
+def test_each_picture_is_masked_while_the_next_is_drawn_and_not_read_again_after(tmp_path):
+    """The export passes each picture as soon as it is saved (a rename), while the child draws the next; the last
+    pass reads none of them again unless one was rewritten since."""
+    import threading
+
+    from workbench.fold.handoff import FoldedSession
+    from workbench.record.write import _Pictures, _scrub_tree
+    from workbench.system.atomic import write_text
+
+    secret = "hunter2secret"
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    go_on = threading.Event()
+    seen_while_drawing: list = []
+
+    def shooter(out_dir, folded):
+        out_dir.mkdir(parents=True)
+        write_text(out_dir / "data.svg", "<svg>%s</svg>\n" % secret)
+        go_on.wait(10)  # held until the export has passed the first picture
+        write_text(out_dir / "training.svg", "<svg>%s</svg>\n" % secret)
+        return {"files": ["data.svg", "training.svg"]}
+
+    passed: list = []
+    scrubber = Scrubber([secret])
+    real = scrubber.file
+
+    def counted(name, data):
+        passed.append(name)
+        if name == "data.svg":
+            seen_while_drawing.append(shots.is_alive())
+            go_on.set()
+        return real(name, data)
+
+    scrubber.file = counted  # type: ignore[method-assign]
+    shots = _Pictures(shooter, stage, FoldedSession())
+    done = shots.passing(scrubber, {})
+    assert shots.result()["files"] == ["screenshots/data.svg", "screenshots/training.svg"]
+    assert seen_while_drawing == [True]  # the first picture was passed before the drawing ended
+    assert sorted(passed) == ["data.svg", "training.svg"]
+    for path in (stage / "screenshots").iterdir():
+        assert secret not in path.read_text(), path
+    passed.clear()
+    write_text(stage / "screenshots" / "training.svg", "<svg>again %s</svg>\n" % secret)  # rewritten since
+    _scrub_tree(stage, scrubber, done)
+    assert passed == ["training.svg"]
+    assert secret not in (stage / "screenshots" / "training.svg").read_text()

@@ -206,6 +206,7 @@ def _job_pythons(files: SessionFiles) -> List[Any]:
 
 
 SHOTS_DIR = "screenshots"  # the record's folder of screen pictures, drawn by the UI side's child
+PICTURE_LOOK_S = 0.02  # how often the export looks for a newly saved picture while the child draws
 
 
 def screenshot_record(shooter: Optional[Screenshooter], out: Path, folded: FoldedSession) -> Dict[str, Any]:
@@ -377,6 +378,7 @@ def _write_record(
         # what is written so far gets its last pass while the child still draws (not the pictures it writes)
         scrubbed = _scrub_tree(stage, scrubber, skip_dir=stage / SHOTS_DIR)
         archived = _pack_early(stage, head)  # archived and hashed while the pictures are drawn
+        scrubbed = shots.passing(scrubber, scrubbed)  # each picture gets its pass while the next is drawn
         report["files"]["screenshots"] = shots.result()
         for rel, text in appendix.render_all(report).items():
             write_text(stage / rel, text)
@@ -428,6 +430,20 @@ class _Pictures(threading.Thread):
         """What screenshot_record returned (waiting for it)."""
         self.join()
         return self.got
+
+    def passing(self, scrubber: Scrubber, done: Dict[Path, tuple]) -> Dict[Path, tuple]:
+        """Wait for the pictures, giving each one its masking pass as soon as it is saved; `done` plus those passed.
+
+        A picture is saved once, by a rename: one seen is whole. One changed after its pass fails the identity
+        check of the last pass, which passes it again."""
+        folder = self.args[1] / SHOTS_DIR
+        passed = dict(done)
+        while self.is_alive():
+            self.join(PICTURE_LOOK_S)
+            for path in sorted(folder.glob("*.svg")) if folder.is_dir() else []:
+                if path not in passed:
+                    passed[path] = _scrub_file(path, scrubber)
+        return passed
 
 
 def _session_entries(files: SessionFiles) -> List[Entry]:
@@ -522,15 +538,20 @@ def _scrub_tree(
             continue
         if done is not None and done.get(path) == _identity(path):
             continue
-        if path.stat().st_size > IN_MEMORY_LIMIT_BYTES:  # steps.csv of a long run: in blocks of lines
-            _scrub_large(path, scrubber)
-        else:
-            data = path.read_bytes()
-            clean = scrubber.file(path.name, data)
-            if clean != data:
-                write_text(path, clean.decode("utf-8"))
-        passed[path] = _identity(path)
+        passed[path] = _scrub_file(path, scrubber)
     return passed
+
+
+def _scrub_file(path: Path, scrubber: Scrubber) -> tuple:
+    """One file's masking pass, rewritten only if it changed; the file's identity after it."""
+    if path.stat().st_size > IN_MEMORY_LIMIT_BYTES:  # steps.csv of a long run: in blocks of lines
+        _scrub_large(path, scrubber)
+    else:
+        data = path.read_bytes()
+        clean = scrubber.file(path.name, data)
+        if clean != data:
+            write_text(path, clean.decode("utf-8"))
+    return _identity(path)
 
 
 def _identity(path: Path) -> tuple:
