@@ -3,6 +3,9 @@
 import math
 import xml.etree.ElementTree as ET
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from workbench.render.svg import MAX_POINTS, confusion_svg, line_chart, loss_curve_svg, nice_ticks, step_time_svg
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -79,3 +82,12 @@ def test_nice_ticks_cover_the_range_with_round_steps():
     ticks = nice_ticks(3.07, 3.71)
     assert ticks[0] >= 3.07 and ticks[-1] <= 3.71 and len(ticks) >= 3
     assert all(math.isfinite(t) for t in nice_ticks(-5, 1e6))
+
+
+@given(st.text())
+def test_escape_writes_what_xml_sax_saxutils_escape_writes(text):
+    from xml.sax.saxutils import escape as sax_escape
+
+    from workbench.render.svg import escape
+
+    assert escape(text) == sax_escape(text)

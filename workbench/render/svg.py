@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from xml.sax.saxutils import escape
 
 MAX_POINTS = 1500  # a polyline with more points than pixels only makes the file bigger
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -12,6 +11,11 @@ FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 
 # A name, x values and y values as recorded (JSON values): a point whose x or y is not a finite number is left out.
 Series = Tuple[str, Sequence[Any], Sequence[Any]]
+
+
+def escape(text: str) -> str:
+    """&, < and > as XML entities (what xml.sax.saxutils.escape does, without its import of urllib)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _finite(v: Any) -> bool:
