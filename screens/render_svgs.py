@@ -64,9 +64,8 @@ async def shoot(
     sizes = _event_bytes(root, sid)
     store = SessionStore(root)
     app = WorkbenchApp(store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=folded)
-    drawn: set = set()  # screens already saved: never shown again
-    if folded is not None:  # the export's child: restyle only what is still to be drawn
-        _cheaper_restyling(app, drawn)
+    if folded is not None:  # the export's child: each screen restyled once it is shown, the CSS parsed once
+        _cheaper_restyling(app)
     async with app.run_test(size=size) as pilot:
         deadline = time.monotonic() + (0.0 if folded is not None else INGEST_TIMEOUT_S)
         last, stable = -1, 0
@@ -77,7 +76,7 @@ async def shoot(
                 last = app.events_ingested
                 if stable >= 2:
                     break
-        await _save(app, pilot, sid, out_dir, written, drawn)
+        await _save(app, pilot, sid, out_dir, written)
         app.exit()
 
 
@@ -111,8 +110,7 @@ async def shoot_handed(
     app = _prebuilt_app()(
         store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=FoldedSession()
     )
-    drawn: set = set()
-    _cheaper_restyling(app, drawn)
+    _cheaper_restyling(app)
     async with app.run_test(size=SIZE) as pilot:
         for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
             await app.switch_mode(mode)
@@ -120,13 +118,13 @@ async def shoot_handed(
         out_dir, folded = await asyncio.get_running_loop().run_in_executor(None, receive)
         out_dir.mkdir(parents=True, exist_ok=True)
         await app.adopt(folded)
-        await _save(app, pilot, sid, out_dir, written, drawn)
+        await _save(app, pilot, sid, out_dir, written)
         if saved is not None and getattr(app, "_exception", None) is None and len(written) == len(SCREENS):
             saved()
         app.exit()
 
 
-async def _save(app: Any, pilot: Any, sid: str, out_dir: Path, written: List[str], drawn: set) -> None:
+async def _save(app: Any, pilot: Any, sid: str, out_dir: Path, written: List[str]) -> None:
     for _, mode in SCREENS:
         await app.switch_mode(mode)
         await _drawn(pilot, app.screen)
@@ -138,7 +136,6 @@ async def _save(app: Any, pilot: Any, sid: str, out_dir: Path, written: List[str
         tmp.write_text(svg, encoding="utf-8")
         os.replace(str(tmp), str(out_dir / name))
         written.append(name)
-        drawn.add(app.screen)
 
 
 async def _drawn(pilot: Any, screen: Any) -> None:
@@ -166,10 +163,12 @@ def _settled(app: Any, screen: Any) -> bool:
     return all(node.is_mounted and not node.message_queue_size for node in screen.walk_children(with_self=True))
 
 
-def _cheaper_restyling(app: Any, drawn: set) -> None:
+def _cheaper_restyling(app: Any) -> None:
     """Textual restyles the whole app for each new screen (refresh_css: every CSS source parsed again in a fresh
     stylesheet, then every node of every screen restyled): here the parses are shared (one theme, so the same
-    rules) and screens already saved are left alone. The pictures are byte for byte those drawn without it."""
+    rules) and such a refresh restyles the app alone. Every screen is restyled whole when it is shown (a mode
+    switch resumes it with refresh_styles), before it is drawn and saved. The pictures are byte for byte those
+    drawn without it (test_fold_handoff)."""
     from textual.css.stylesheet import Stylesheet
 
     parse_rules = Stylesheet._parse_rules
@@ -185,13 +184,12 @@ def _cheaper_restyling(app: Any, drawn: set) -> None:
     sheet = app.stylesheet
     update = sheet.update
 
-    def update_undrawn(root, animate=False):
+    def update_app_alone(root, animate=False):
         if root is not app:
             return update(root, animate=animate)
-        nodes = [app] + [n for s in list(app._nodes) if s not in drawn for n in s.walk_children(with_self=True)]
-        return sheet.update_nodes(nodes, animate=animate)
+        return sheet.update_nodes([app], animate=animate)
 
-    sheet.update = update_undrawn
+    sheet.update = update_app_alone
 
 
 def main(argv: List[str]) -> int:
