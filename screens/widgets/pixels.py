@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-import numpy as np
 from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
+
+if TYPE_CHECKING:  # numpy is imported where an image is drawn: a Data screen without a preview never needs it
+    import numpy as np
 
 UPPER_HALF = "▀"
 # Low-bandwidth mode: no colours, a few brightness levels, darkest first.
@@ -18,6 +20,8 @@ ASCII_RAMP = " .:+*#@"
 
 def half_block_lines(pixels: np.ndarray) -> List[List[Segment]]:
     """Segments of a uint8 [H, W] image: each row is ▀ with fg = upper pixel grey, bg = lower pixel grey."""
+    import numpy as np
+
     grey = _as_uint8(pixels)
     if grey.shape[0] % 2:
         grey = np.vstack([grey, np.zeros((1, grey.shape[1]), dtype=np.uint8)])
@@ -39,6 +43,8 @@ def half_block_lines(pixels: np.ndarray) -> List[List[Segment]]:
 
 def ascii_lines(pixels: np.ndarray, ramp: str = ASCII_RAMP) -> List[str]:
     """Plain characters of a uint8 [H, W] image: one character per two pixel rows, by their mean brightness."""
+    import numpy as np
+
     grey = _as_uint8(pixels).astype(np.int32)
     if grey.shape[0] % 2:
         grey = np.vstack([grey, np.zeros((1, grey.shape[1]), dtype=np.int32)])
@@ -48,6 +54,8 @@ def ascii_lines(pixels: np.ndarray, ramp: str = ASCII_RAMP) -> List[str]:
 
 
 def _as_uint8(pixels: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     grey = np.asarray(pixels)
     if grey.ndim != 2 or grey.dtype != np.uint8:
         raise ValueError("an image must be uint8 [H, W], got %s %s" % (grey.dtype, grey.shape))
@@ -73,10 +81,10 @@ class HalfBlockImage(Widget):
             self._strips, self._width = [], 0
         elif plain:
             self._strips = [Strip([Segment(line)]) for line in ascii_lines(pixels)]
-            self._width = int(np.asarray(pixels).shape[1])
+            self._width = int(_as_uint8(pixels).shape[1])
         else:
             self._strips = [Strip(line) for line in half_block_lines(pixels)]
-            self._width = int(np.asarray(pixels).shape[1])
+            self._width = int(_as_uint8(pixels).shape[1])
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
