@@ -319,7 +319,6 @@ def _size(n: float) -> str:
 def cmd_export(args) -> int:
     """Write the session record (report, metrics, manifest, archive)."""
     from screens.screenshots import shooter  # the UI side draws the screens; the record takes the pictures
-    from workbench.record.write import OutsideOwnFolder, export_session
 
     store = SessionStore(sessions_root(args.sessions))
     try:
@@ -335,6 +334,8 @@ def cmd_export(args) -> int:
         )
         return USAGE_ERROR
     shots = None if args.no_screenshots else shooter(store.root, sid)  # its child loads the app meanwhile
+    from workbench.record.write import OutsideOwnFolder, export_session  # after the child started: it waits on none
+
     try:
         out = export_session(store, sid, Path(args.out) if args.out else None, screenshots=shots)
     except OutsideOwnFolder as exc:
