@@ -2,7 +2,8 @@
 
 Monitor.weights keeps each parameter's asnumpy view while the parameter's address is unchanged; the
 rows must be those of independent copies taken around the step, and after `set_data` moves a
-parameter (what a resume's load does) the monitor must read the new values, not the old memory.
+parameter (what a resume's load does) the monitor must read the new values, not the old memory,
+and copy them into a buffer spaced from the new address.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ step.set_train(True)
 mon = Monitor(types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt), 2)
 rng = np.random.default_rng(0)
 x = Tensor(rng.standard_normal((8, 1, 28, 28)).astype(np.float32)); y = Tensor(np.arange(8, dtype=np.int32))
-out = {"rows_equal": [], "moved_read": None, "kept": None}
+out = {"rows_equal": [], "moved_read": None, "kept": None, "spaced": []}
+
+def spaced():
+    return all((b.ctypes.data - v[1].ctypes.data) % 4096 == 2048 for b, v in zip(mon.before, mon.views) if v)
 
 def sample():
     before = [p.asnumpy().copy() for p in mon.params]
@@ -45,12 +49,14 @@ def sample():
 for _ in range(3):
     step(x, y).asnumpy()
     out["rows_equal"].append(sample())
+    out["spaced"].append(spaced())
 out["kept"] = sum(v is not None for v in mon.views)
 new = np.full(mon.params[0].shape, 0.25, np.float32)
 mon.params[0].set_data(Tensor(new))
 out["moved_read"] = bool(np.array_equal(mon.weights()[0], new))
 step(x, y).asnumpy()
 out["rows_equal"].append(sample())
+out["spaced"].append(spaced())
 print("RESULT " + json.dumps(out))
 """
 
@@ -61,5 +67,6 @@ def test_kept_views_give_the_rows_of_fresh_copies_and_a_moved_parameter_is_read_
     got = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1][len("RESULT ") :])
     assert got["rows_equal"] == [True, True, True, True]
     assert got["moved_read"] is True
+    assert got["spaced"] == [True] * 4  # each kept view's copy buffer lies half a page from it, a moved one's too
     # on CPU asnumpy gives views (their reuse is what this covers); an install giving copies keeps none
     assert got["kept"] in (0, 4)

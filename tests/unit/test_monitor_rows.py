@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from jobs.train.monitor import nonfinite_grads, rows_from
+from jobs.train.monitor import PAGE, nonfinite_grads, rows_from, spaced_like
 
 
 def test_norms_ratio_and_share():
@@ -26,3 +26,11 @@ def test_huge_finite_gradient_is_not_called_non_finite():
     rows = rows_from([np.ones(4, np.float32)], [np.ones(4, np.float32)], [g])
     assert rows["nonfinite"] == [0.0] and rows["grad_norm"] == [float("%.5g" % 2e30)]
     assert not nonfinite_grads(rows)
+
+
+def test_copy_buffers_lie_half_a_page_from_their_source():
+    for shape in ((128, 784), (10,), ()):
+        for source in (0, 16, 1568, 4080, 123456):
+            buf = spaced_like(shape, source)
+            assert buf.shape == shape and buf.dtype == np.float32 and buf.flags.writeable
+            assert (buf.ctypes.data - source) % PAGE == PAGE // 2
