@@ -71,16 +71,18 @@ settling):
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -203,16 +205,22 @@ def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
     between: List[float] = []  # per timed steady epoch: its time outside the steps (the loop itself)
 
     halves: List[List[float]] = []  # per timed steady epoch: its first and second half, seconds
+    # on the machine-wide clock (time.monotonic, CLOCK_MONOTONIC), for --slices: every epoch's [start, end] and the
+    # steady epochs' steps' [start, end] (perf_counter is the same clock on Linux; monotonic says so wherever run)
+    spans: List[List[float]] = []
+    step_spans: List[List[float]] = []
 
     def epoch(steps_ms: Any, limit: int = 0) -> Any:
         order = rng.permutation(n)[: limit * BATCH or n]
         in_steps = 0.0
         start = time.perf_counter()  # after the shuffle, as the job's train_s
+        span = [time.monotonic()]
         middle = start
         for begin in range(0, len(order), BATCH):
             if begin == (len(order) // BATCH // 2) * BATCH:
                 middle = time.perf_counter()
             t0 = time.perf_counter()
+            m0 = time.monotonic()
             idx = order[begin : begin + BATCH]
             loss = train_step(Tensor.from_numpy(train_x[idx]), Tensor.from_numpy(train_y[idx]))
             value = float(loss.asnumpy())
@@ -220,7 +228,11 @@ def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
                 took = time.perf_counter() - t0
                 in_steps += took
                 steps_ms.append(took * 1000.0)
+                step_spans.append([m0, time.monotonic()])
         took = time.perf_counter() - start
+        span.append(time.monotonic())
+        if not limit:
+            spans.append(span)
         if steps_ms is not None:
             between.append(took - in_steps)
             halves.append([middle - start, start + took - middle])
@@ -231,7 +243,14 @@ def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
         took, value = epoch(steady_ms if index else None)
         times.append(took)
         last.append(value)
-    result: Dict[str, Any] = {"epoch_s": times, "last_loss": last, "between_steps_s": between, "halves_s": halves}
+    result: Dict[str, Any] = {
+        "epoch_s": times,
+        "last_loss": last,
+        "between_steps_s": between,
+        "halves_s": halves,
+        "spans": spans,
+        "step_spans": step_spans,
+    }
     if bracket:
         print(json.dumps({"ready": True}), flush=True)
         cpu0, wall0 = time.process_time(), time.monotonic()
@@ -251,6 +270,14 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
     Detached, so only the job and its supervisor run; a follower (`run` without --detach,
     or the TUI) reads the events beside it and is not part of the job's cost.
     """
+    job_dir = start_job(epochs, sessions, isa_cap)
+    while not (job_dir / "exit.json").exists():
+        time.sleep(0.1)  # short rounds: a 0.5 s poll was a few per cent of a round
+    return job_result(job_dir)
+
+
+def start_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Path:
+    """Start the `train` job detached (the CLI returns once the supervisor wrote pids.json); its job folder."""
     cmd = [
         sys.executable,
         "-m",
@@ -291,9 +318,17 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
     proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True, env=_env(), preexec_fn=_held())
     if proc.returncode != 0:
         raise SystemExit("train job did not start (%s):\n%s" % (proc.returncode, proc.stderr[-2000:]))
-    job_dir = Path(proc.stdout.strip().splitlines()[-1])
-    while not (job_dir / "exit.json").exists():
-        time.sleep(0.1)  # short rounds: a 0.5 s poll was a few per cent of a round
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def job_result(job_dir: Path, unix_minus_monotonic: Any = None) -> Dict[str, Any]:
+    """The ended job's epoch times and bookkeeping from its events; with the clock offset, also its epochs' spans.
+
+    An `epoch` event's `t` (unix seconds, stamped at the emit after validation) minus its epoch_s is the epoch's
+    start; plus train_s, the end of its training. `unix_minus_monotonic` (time.time() - time.monotonic(), read by
+    the bench) puts them on the machine-wide monotonic clock: the two clocks advance at one rate (NTP slews both),
+    so it holds unless the wall clock is stepped; the bench reads it before and after a round and prints both.
+    """
     events = [json.loads(line) for line in (job_dir / "events.jsonl").read_text().splitlines() if line.strip()]
     if events[-1].get("type") != "finished" or events[-1].get("status") != "ok":
         raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
@@ -306,8 +341,14 @@ def arm_job(epochs: int, sessions: Path, isa_cap: str = "auto") -> Dict[str, Any
         for e in epochs_ev
         if e["epoch"] > 1
     ]
+    spans = []
+    if unix_minus_monotonic is not None:
+        for e in epochs_ev:
+            start = e["t"] - e["epoch_s"] - unix_minus_monotonic
+            spans.append([start, start + e["train_s"]])
     return {
         "epoch_s": [e["train_s"] for e in epochs_ev],
+        "spans": spans,
         "epoch_with_val_s": [e["epoch_s"] for e in epochs_ev],
         "val_macro_f1": [e["val"]["macro_f1"] for e in epochs_ev],
         "first_step_s": perf["first_step_s"],
@@ -366,7 +407,9 @@ def run_child(arm: str, epochs: int, python: str = sys.executable, cwd: str = ""
     )
     if proc.returncode != 0:
         raise SystemExit("arm %s failed:\n%s" % (arm, proc.stderr[-3000:]))
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result.pop("step_spans", None)  # for --slices only
+    return result
 
 
 def run_bracket(epochs: int, run_job: Any, cwd: str, before_job: Any = None) -> Any:
@@ -408,6 +451,7 @@ def run_bracket(epochs: int, run_job: Any, cwd: str, before_job: Any = None) -> 
             err.seek(0)
             raise SystemExit("arm bare (bracket) failed after the job:\n%s" % err.read()[-3000:])
         bare = json.loads(out.strip().splitlines()[-1])
+        bare.pop("step_spans", None)  # for --slices only
         bare["after_job_s"] = time.monotonic() - ended  # from the job's exit.json to the bare loop's end
         return job, bare
     finally:
@@ -415,6 +459,206 @@ def run_bracket(epochs: int, run_job: Any, cwd: str, before_job: Any = None) -> 
             proc.kill()
             proc.wait()
         err.close()
+
+
+def merged(runs: Sequence[Sequence[float]]) -> List[List[float]]:
+    """The [start, end] intervals sorted, overlapping or touching ones joined, empty ones left out."""
+    out: List[List[float]] = []
+    for a, b in sorted((float(a), float(b)) for a, b in runs):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def running_within(runs: Sequence[Sequence[float]], start: float, end: float) -> float:
+    """Seconds of [start, end] that fall inside the running intervals `runs`: a sliced arm's time for that span."""
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in merged(runs))
+
+
+def switch_cost(runs: Sequence[Sequence[float]], step_spans: Sequence[Sequence[float]]) -> Optional[Tuple[float, ...]]:
+    """(median ms of a step cut by a stop, median ms of a step run in one piece, steps cut, steps whole), each step
+    timed by its running time only; None without both kinds. The difference is what one stop-and-go adds."""
+    runs = merged(runs)
+    starts = [a for a, _ in runs]
+    cut: List[float] = []
+    whole: List[float] = []
+    for s, e in step_spans:
+        i = bisect.bisect_right(starts, s) - 1
+        took = 1000.0 * running_within(runs[max(i, 0) :], s, e)
+        (whole if i >= 0 and e <= runs[i][1] else cut).append(took)
+    if not cut or not whole:
+        return None
+    return statistics.median(cut), statistics.median(whole), float(len(cut)), float(len(whole))
+
+
+def _signal_groups(groups: Sequence[int], sig: int) -> None:
+    """Signal each process group, ignoring one that is gone."""
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            pass
+
+
+def slice_arms(arms: List[Dict[str, Any]], slice_s: float) -> None:
+    """Let the started (stopped) arms run one at a time, `slice_s` seconds each in turn, until all have ended.
+
+    Each arm's "runs" gets the monotonic [before SIGCONT, after SIGSTOP] interval of every turn it had; once only
+    one arm is left it runs on alone until it ends (one last interval).
+    """
+    turn = 0
+    while True:
+        live = [a for a in arms if not a["done"]()]
+        if not live:
+            return
+        arm = live[turn % len(live)]
+        turn += 1
+        began = time.monotonic()
+        _signal_groups(arm["groups"], signal.SIGCONT)
+        if len(live) == 1:
+            while not arm["done"]():
+                time.sleep(0.05)
+            arm["runs"].append([began, time.monotonic()])
+            continue
+        time.sleep(slice_s)  # one sleep: a bench waking often would take CPU and cache from the running arm
+        _signal_groups(arm["groups"], signal.SIGSTOP)
+        arm["runs"].append([began, time.monotonic()])
+
+
+def _start_sliced(name: str, epochs: int, tmp: Path) -> Dict[str, Any]:
+    """Start one arm and stop it at once: the job (its supervisor's and its worker's groups) or a bare loop."""
+    began = time.monotonic()
+    if name == "job":
+        job_dir = start_job(epochs, tmp)
+        pids = json.loads((job_dir / "pids.json").read_text())
+        # the worker has its own group (pgid = its pid); the supervisor leads its own session; the watchdog only waits
+        groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+        _signal_groups(groups, signal.SIGSTOP)
+        return {
+            "name": name,
+            "groups": groups,
+            "runs": [[began, time.monotonic()]],
+            "job_dir": job_dir,
+            "supervisor": int(pids["supervisor"]),
+            "done": lambda: (job_dir / "exit.json").exists(),
+        }
+    out, err = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--arm", "bare", "--epochs", str(epochs)],
+        cwd=str(tmp),
+        stdout=out,  # a file, not a pipe: a stopped reader would block a child writing more than a pipe holds
+        stderr=err,
+        text=True,
+        env=_env(),
+        start_new_session=True,  # its own group, to stop and go on as one, and its own session (see run_child)
+        preexec_fn=_held(),
+    )
+    _signal_groups([proc.pid], signal.SIGSTOP)
+    return {
+        "name": name,
+        "groups": [proc.pid],
+        "runs": [[began, time.monotonic()]],
+        "proc": proc,
+        "out": out,
+        "err": err,
+        "done": lambda: proc.poll() is not None,
+    }
+
+
+def _end_sliced(arm: Dict[str, Any]) -> None:
+    """After a round cut short (an error, Ctrl+C): let the arm go on, then end it (the job through its supervisor)."""
+    _signal_groups(arm["groups"], signal.SIGCONT)
+    if "proc" in arm:
+        if arm["proc"].poll() is None:
+            arm["proc"].kill()
+        arm["proc"].wait()
+    elif not arm["done"]():
+        try:
+            os.kill(arm["supervisor"], signal.SIGTERM)  # it stops the job's group, SIGKILL after the grace period
+        except ProcessLookupError:
+            pass
+
+
+def _end_stray_jobs(sessions: Path) -> None:
+    """After a round cut short: every job under the bench's sessions folder without exit.json (one whose start was
+    cut short too) goes on and is asked to stop, through its supervisor; waits (up to 15 s) for their exit.json, so
+    the bench's temporary folder is not removed under a supervisor still writing into it."""
+    asked = []
+    for pids_file in sessions.glob("*/jobs/*/pids.json"):
+        if (pids_file.parent / "exit.json").exists():
+            continue
+        try:
+            pids = json.loads(pids_file.read_text())
+            groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+        except (OSError, ValueError, KeyError):
+            continue
+        _signal_groups(groups, signal.SIGCONT)
+        try:
+            os.kill(int(pids["supervisor"]), signal.SIGTERM)
+            asked.append(pids_file.parent / "exit.json")
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 15.0
+    while asked and not all(p.exists() for p in asked) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.2 if asked else 0.0)  # the supervisor exits right after writing exit.json
+
+
+def sliced_round(names: List[str], epochs: int, tmp: Path, slice_s: float) -> Dict[str, Dict[str, Any]]:
+    """One round of --slices: start the arms in this order (each stopped at once), run them in turns until all
+    have ended, and time each epoch by the running time the arm was given inside the epoch's span.
+
+    Cut short (an error, Ctrl+C, SIGTERM), it leaves nothing stopped: every arm goes on and is ended.
+    """
+    arms: List[Dict[str, Any]] = []
+    offsets = [time.time() - time.monotonic()]
+    ended = False
+    try:
+        for name in names:
+            arms.append(_start_sliced(name, epochs, tmp))
+        slice_arms(arms, slice_s)
+        ended = True
+    finally:
+        for arm in arms:
+            if ended:
+                _signal_groups(arm["groups"], signal.SIGCONT)  # nothing is left stopped
+            else:
+                _end_sliced(arm)
+        if not ended:
+            _end_stray_jobs(tmp)
+    offsets.append(time.time() - time.monotonic())
+    results: Dict[str, Dict[str, Any]] = {}
+    for arm in arms:
+        if "proc" in arm:
+            arm["out"].seek(0)
+            arm["err"].seek(0)
+            if arm["proc"].returncode != 0:
+                raise SystemExit("arm %s failed:\n%s" % (arm["name"], arm["err"].read()[-3000:]))
+            result = json.loads(arm["out"].read().strip().splitlines()[-1])
+            arm["out"].close()
+            arm["err"].close()
+        else:
+            result = job_result(arm["job_dir"], statistics.fmean(offsets))
+        runs = merged(arm["runs"])
+        result["wall_epoch_s"] = result["epoch_s"]
+        result["epoch_s"] = [running_within(runs, a, b) for a, b in result["spans"]]
+        result["turns"] = len(arm["runs"])
+        result["turn_s_median"] = statistics.median(b - a for a, b in arm["runs"][1:-1] or arm["runs"])
+        result["clock_offset_change_s"] = offsets[1] - offsets[0]
+        cost = switch_cost(runs, result.pop("step_spans", []))
+        if cost is not None:
+            result["switch_cost"] = cost
+        results[arm["name"]] = result
+    for name, result in results.items():
+        # the share of this arm's steady training time (wall) that the other arms' steady epochs also spanned
+        other = [s for n, r in results.items() if n != name for s in r["spans"][1:]]
+        mine = result["spans"][1:]
+        result["overlap"] = sum(running_within(other, a, b) for a, b in mine) / max(sum(b - a for a, b in mine), 1e-9)
+    return results
 
 
 def settle_after_job(job: Dict[str, Any], settle_s: float = SETTLE_S) -> None:
@@ -563,11 +807,13 @@ def outside_steps(raw: Dict[str, List[Dict[str, Any]]]) -> List[str]:
     batch taken), measured inside each process: the machine's drift does not enter it, so it shows the job's own
     bookkeeping apart from the noise of the paired ratio."""
     out = []
-    for arm in ("job", "bare"):
+    for arm in ("job", "bare", "bare-b"):
         shares = [
             b / e
             for r in raw.get(arm, [])
-            for b, e in zip(r.get("between_steps_s", []), r["epoch_s"][1:] + r.get("after_s", []))
+            for b, e in zip(
+                r.get("between_steps_s", []), r.get("wall_epoch_s", r["epoch_s"])[1:] + r.get("after_s", [])
+            )
         ]
         if shares:
             out.append(
@@ -621,6 +867,21 @@ def main() -> int:
         help="time the bare loop right before and right after the job, in one bare process that waits (idle) while "
         "the job runs; a round's bare level is the geometric mean of the two (opt-in: its after-half ran ~5 %% "
         "slower than its before-half, see the docstring)",
+    )
+    parser.add_argument(
+        "--slices",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="time-sliced rounds: the job and the bare loop run at the same time, one at a time, in turns of this "
+        "many seconds (SIGSTOP/SIGCONT); each epoch is timed by the running time its arm was given (0 = off: the "
+        "arms run one after the other)",
+    )
+    parser.add_argument(
+        "--aa",
+        action="store_true",
+        help="with --slices: the A/A check of the method: a second bare loop (bare-b) in place of the job; its "
+        "interval against the bare loop must be about 0 %%, as narrow as the job's would be",
     )
     parser.add_argument("--summarize", metavar="JSON", help="print the table of an earlier --json file and exit")
     parser.add_argument("--json", help="also write the raw measurements to this file")
@@ -683,6 +944,10 @@ def main() -> int:
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     rng = random.Random(seed)
+    if args.aa and not args.slices:
+        parser.error("--aa needs --slices")
+    if args.slices:
+        return run_sliced(args, rng, seed)
     print(
         "python %s; up to %d rounds x %d epochs per arm, arms in a random order per round (seed %d); "
         "CPU cores: %s; load average before: %s"
@@ -883,6 +1148,194 @@ def main() -> int:
     )
     print("load average after: %.2f %.2f %.2f" % os.getloadavg())
     return 0
+
+
+def run_sliced(args: Any, rng: Any, seed: int) -> int:
+    """--slices: per round the job (or, with --aa, a second bare loop) and the bare loop in turns; the report."""
+    arm, base = ("bare-b", "bare") if args.aa else ("job", "bare")
+    print(
+        "python %s; up to %d rounds x %d epochs per arm; %s and %s at the same time, one at a time in turns of %.2f s "
+        "(start order random per round, seed %d); CPU cores: %s; load average before: %s"
+        % (
+            sys.version.split()[0],
+            args.rounds,
+            args.epochs,
+            arm,
+            base,
+            args.slices,
+            seed,
+            os.cpu_count(),
+            "%.2f %.2f %.2f" % os.getloadavg(),
+        ),
+        flush=True,
+    )
+    raw: Dict[str, List[Dict[str, Any]]] = {arm: [], base: []}
+    began, slowest, stopped = time.monotonic(), 0.0, "at --rounds %d" % args.rounds
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)  # as Ctrl+C: the round's finally lets its arms go on and ends them
+
+    signal.signal(signal.SIGTERM, on_term)
+    with tempfile.TemporaryDirectory(prefix="train-throughput-") as tmp:
+        os.environ[LOCK_DIR_ENV] = str(Path(tmp) / "locks")  # this bench's own device locks
+        for rnd in range(args.rounds):
+            if rnd and not fits_budget(time.monotonic() - began, slowest, args.budget_min):
+                stopped = "by the %.1f-minute budget after %d rounds" % (args.budget_min, rnd)
+                break
+            busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
+            round_began = time.monotonic()
+            order = rng.sample([arm, base], 2)
+            results = sliced_round(order, args.epochs, Path(tmp), args.slices)
+            for name in order:
+                result = results[name]
+                result.update(cpu_busy_before=busy, arm_wall_s=time.monotonic() - round_began, load=os.getloadavg()[0])
+                raw[name].append(result)
+                print(
+                    "round %d %-6s epochs s (running time): %s | wall: %s; %d turns of %.3f s; steady epochs "
+                    "overlapping the other arm's: %.0f %%%s   (CPU busy before: %.0f %%, load %.1f)"
+                    % (
+                        rnd + 1,
+                        name,
+                        " ".join("%.2f" % v for v in result["epoch_s"]),
+                        " ".join("%.2f" % v for v in result["wall_epoch_s"]),
+                        result["turns"],
+                        result["turn_s_median"],
+                        100 * result["overlap"],
+                        "; step cut by a stop %.2f ms vs whole %.2f ms (n=%d/%d)" % tuple(result["switch_cost"])
+                        if "switch_cost" in result
+                        else "",
+                        100 * busy,
+                        result["load"],
+                    ),
+                    flush=True,
+                )
+            slowest = max(slowest, time.monotonic() - round_began)
+            ratios = paired_ratios(raw, arm, base)
+            print(
+                "round %d %s/%s %.3f; so far %s; %.1f min in"
+                % (rnd + 1, arm, base, ratios[-1], _interval_text(ratios), (time.monotonic() - began) / 60.0),
+                flush=True,
+            )
+            if (
+                args.until_settled
+                and rnd + 1 >= args.min_rounds
+                and (
+                    aa_settled(ratio_interval(ratios, 0.99))
+                    if args.aa
+                    else verdict(ratio_interval(ratios, 0.99)) != "not settled"
+                )
+            ):
+                stopped = "early: settled at 99 %% after %d rounds" % (rnd + 1)
+                break
+    rows = summarize(raw, args.limit or 54000)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "raw": raw}, indent=2))
+    print(
+        "model %s, %d images; epoch times are running times (the turns the arm was given inside the epoch)"
+        % (args.model, args.limit or 54000)
+    )
+    print("| arm | epoch 1 s (compile incl.) | steady epoch s, median [IQR] | steady step median ms (wall) |")
+    print("|---|---|---|---|")
+    for name in (arm, base):
+        r = rows[name]
+        print(
+            "| %s | %.2f | %.2f [%.2f–%.2f] | %.2f |"
+            % (name, r["first_epoch_s"], r["steady_epoch_s"], r["steady_q1_s"], r["steady_q3_s"], r["step_ms_median"])
+        )
+    ratios = paired_ratios(raw, arm, base)
+    print()
+    print(
+        "%s vs %s, paired by round, sliced in turns of %.2f s (median steady epoch, epochs 2-%d, %d rounds, stopped "
+        "%s, %.1f min): %s"
+        % (
+            arm,
+            base,
+            args.slices,
+            args.epochs,
+            len(ratios),
+            stopped,
+            (time.monotonic() - began) / 60.0,
+            _interval_text(ratios) if not args.aa else _aa_text(ratios),
+        )
+    )
+    if len(ratios) > 1:
+        print()
+        print("\n".join(estimator_table(raw, arm, base)))
+        print()
+        for name in (arm, base):
+            within, between = spread_sources(raw[name])
+            print(
+                "%s: sd of log steady epoch within a process %s, between processes %.3f; steady epochs overlapping "
+                "the other arm's %s %%"
+                % (
+                    name,
+                    "%.3f" % within if within is not None else "- (one steady epoch a process)",
+                    between,
+                    spread_fmt((100 * r["overlap"] for r in raw[name]), "%.0f"),
+                )
+            )
+        for line in outside_steps(raw) + switch_lines(raw):
+            print(line)
+        sd = _sd([math.log(r) for r in ratios])
+        if args.aa:
+            print(
+                "at this spread (sd of the log-ratio %.3f) the 95 %% half-width would reach 1.5 %% after about %d rounds"
+                % (sd, math.ceil((1.96 * sd / math.log(1.015)) ** 2))
+            )
+        else:
+            need = rounds_to_settle(ratios, 1.0 + GOAL_VS_BARE)
+            print(
+                "at this spread (sd of the log-ratio %.3f) and mean, the 95 %% interval would clear +5 %% after about "
+                "%s rounds; the half-width shrinks as 1/sqrt(rounds)" % (sd, need if need else "no number of")
+            )
+    changes = [abs(r["clock_offset_change_s"]) for r in raw[base]]
+    print(
+        "wall clock minus monotonic clock changed by at most %.1f ms within a round (the job's epochs are placed by it)"
+        % (1000 * max(changes) if changes else float("nan"))
+    )
+    print("load average after: %.2f %.2f %.2f" % os.getloadavg())
+    return 0
+
+
+def aa_settled(interval: Any, half_width: float = 0.015) -> bool:
+    """Whether an A/A interval is as narrow as the job-vs-bare verdict needs (half-width at most 1.5 %)."""
+    return interval is not None and math.log(interval[2] / interval[1]) / 2 <= half_width
+
+
+def _aa_text(ratios: List[float]) -> str:
+    """The A/A ratios as '+x.x % [low, high] (n rounds, half-width h %): centred on 0 or not'."""
+    interval = ratio_interval(ratios)
+    if interval is None:
+        return "%d round(s): no interval yet" % len(ratios)
+    mean, low, high = interval
+    return "%+.2f %% epoch time, 95 %% interval [%+.2f %%, %+.2f %%], half-width %.2f %% (n=%d rounds): %s" % (
+        100 * (mean - 1),
+        100 * (low - 1),
+        100 * (high - 1),
+        50 * (high - low),
+        len(ratios),
+        "0 inside: no bias seen" if low <= 1.0 <= high else "0 OUTSIDE: the method favours one process",
+    )
+
+
+def switch_lines(raw: Dict[str, List[Dict[str, Any]]]) -> List[str]:
+    """Per bare arm: what a stop-and-go adds to the step it cuts (running time only), and its share of an epoch."""
+    out = []
+    for name, runs in raw.items():
+        costs = [r["switch_cost"] for r in runs if "switch_cost" in r]
+        if not costs:
+            continue
+        extra = [c[0] - c[1] for c in costs]
+        share = [
+            (c[0] - c[1]) * c[2] / 1000.0 / max(sum(r["epoch_s"][1:]), 1e-9)
+            for c, r in zip(costs, (r for r in runs if "switch_cost" in r))
+        ]
+        out.append(
+            "%s: a step cut by a stop took %s ms more than a whole one (running time only, same process); over its "
+            "steady epochs that is %s %% of the epoch (it hits every sliced arm)"
+            % (name, spread_fmt(extra, "%.2f").split(" (n=")[0], spread_fmt((100 * v for v in share), "%.2f"))
+        )
+    return out
 
 
 def _interval_text(ratios: List[float]) -> str:
