@@ -178,12 +178,17 @@ def arm_course(epochs: int) -> Dict[str, Any]:
     return {"epoch_s": times, "last_loss": last, "step_ms_median": statistics.median(steady_ms)}
 
 
-def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
+def arm_bare(epochs: int, bracket: bool = False, pace: bool = False) -> Dict[str, Any]:
     """The least a numpy-fed loop can do with the job's feeding and sync: slice, step, fetch.
 
     With `bracket`, after its epochs it prints a ready line and waits for a line on stdin (the parent runs
     the job meanwhile), then runs BRACKET_WARMUP untimed steps and `epochs - 1` more timed epochs.
+    With `pace` (--slices), it compiles on BRACKET_WARMUP steps, then runs steady epochs until SIGUSR1 (after the
+    step under way; the last epoch is partial): the bench times it over the other arm's epochs' spans.
     """
+    stop: List[int] = []  # with `pace`: SIGUSR1 came (the handler is set first: its default would end the process)
+    if pace:
+        signal.signal(signal.SIGUSR1, lambda signum, frame: stop.append(signum))
     import mindspore as ms
     import numpy as np
     from mindspore import Tensor, nn
@@ -211,7 +216,8 @@ def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
     step_spans: List[List[float]] = []
 
     def epoch(steps_ms: Any, limit: int = 0) -> Any:
-        order = rng.permutation(n)[: limit * BATCH or n]
+        # `limit` steps and a last batch as short as a whole epoch's: graph mode compiles that shape too
+        order = rng.permutation(n)[: limit * BATCH + n % BATCH if limit else n]
         in_steps = 0.0
         start = time.perf_counter()  # after the shuffle, as the job's train_s
         span = [time.monotonic()]
@@ -229,9 +235,11 @@ def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
                 in_steps += took
                 steps_ms.append(took * 1000.0)
                 step_spans.append([m0, time.monotonic()])
+            if stop:
+                break
         took = time.perf_counter() - start
         span.append(time.monotonic())
-        if not limit:
+        if not limit or pace:
             spans.append(span)
         if steps_ms is not None:
             between.append(took - in_steps)
@@ -239,10 +247,14 @@ def arm_bare(epochs: int, bracket: bool = False) -> Dict[str, Any]:
         return took, value
 
     times, last = [], []
+    if pace:
+        epochs = 1 << 30
     for index in range(epochs):
-        took, value = epoch(steady_ms if index else None)
+        took, value = epoch(steady_ms if index else None, BRACKET_WARMUP if pace and not index else 0)
         times.append(took)
         last.append(value)
+        if stop:
+            break
     result: Dict[str, Any] = {
         "epoch_s": times,
         "last_loss": last,
@@ -495,6 +507,29 @@ def switch_cost(runs: Sequence[Sequence[float]], step_spans: Sequence[Sequence[f
     return statistics.median(cut), statistics.median(whole), float(len(cut)), float(len(whole))
 
 
+def steps_per_epoch(limit: int = 0) -> int:
+    """Steps of one epoch over the training split (or its first `limit` images), the last batch partial."""
+    return -(-(limit or 54000) // BATCH)
+
+
+def paced_step_s(paced: Dict[str, Any], start: float, end: float) -> Tuple[float, float]:
+    """(running seconds per step, coverage) of a pacing arm over [start, end]: its running time inside its steady
+    epochs within the span over the steps it did there (a step cut by the span's edge counts by its running time
+    inside), and the share of the span its steady epochs covered. NaN per step when it did no step there."""
+    runs = paced["runs"]
+    steady = paced["spans"][1:]
+    inside = [[max(a, start), min(b, end)] for a, b in steady if min(b, end) > max(a, start)]
+    took = sum(running_within(runs, a, b) for a, b in inside)
+    steps = 0.0
+    for a, b in paced["step_spans"]:
+        if b <= start or a >= end:
+            continue
+        whole = running_within(runs, a, b)
+        steps += running_within(runs, max(a, start), min(b, end)) / whole if whole > 0 else 0.0
+    covered = sum(b - a for a, b in inside) / (end - start) if end > start else 0.0
+    return (took / steps if steps else float("nan")), covered
+
+
 def _signal_groups(groups: Sequence[int], sig: int) -> None:
     """Signal each process group, ignoring one that is gone."""
     for group in groups:
@@ -508,13 +543,18 @@ def slice_arms(arms: List[Dict[str, Any]], slice_s: float) -> None:
     """Let the started (stopped) arms run one at a time, `slice_s` seconds each in turn, until all have ended.
 
     Each arm's "runs" gets the monotonic [before SIGCONT, after SIGSTOP] interval of every turn it had; once only
-    one arm is left it runs on alone until it ends (one last interval).
+    one arm is left it runs on alone until it ends (one last interval). A pacing arm (runs until told) is told to
+    stop (SIGUSR1) once only pacing arms are left.
     """
     turn = 0
     while True:
         live = [a for a in arms if not a["done"]()]
         if not live:
             return
+        for arm in live:
+            if all(a.get("pacer") for a in live) and not arm.get("told"):
+                arm["told"] = True  # the timed arms have ended: the pacing bare loop ends after its step under way
+                os.kill(arm["proc"].pid, signal.SIGUSR1)
         arm = live[turn % len(live)]
         turn += 1
         began = time.monotonic()
@@ -529,8 +569,9 @@ def slice_arms(arms: List[Dict[str, Any]], slice_s: float) -> None:
         arm["runs"].append([began, time.monotonic()])
 
 
-def _start_sliced(name: str, epochs: int, tmp: Path) -> Dict[str, Any]:
-    """Start one arm and stop it at once: the job (its supervisor's and its worker's groups) or a bare loop."""
+def _start_sliced(name: str, epochs: int, tmp: Path, pace: bool = False) -> Dict[str, Any]:
+    """Start one arm and stop it at once: the job (its supervisor's and its worker's groups) or a bare loop (with
+    `pace`, one that runs steady epochs until told to stop)."""
     began = time.monotonic()
     if name == "job":
         job_dir = start_job(epochs, tmp)
@@ -548,7 +589,8 @@ def _start_sliced(name: str, epochs: int, tmp: Path) -> Dict[str, Any]:
         }
     out, err = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--arm", "bare", "--epochs", str(epochs)],
+        [sys.executable, str(Path(__file__).resolve()), "--arm", "bare", "--epochs", str(epochs)]
+        + (["--pace"] if pace else []),
         cwd=str(tmp),
         stdout=out,  # a file, not a pipe: a stopped reader would block a child writing more than a pipe holds
         stderr=err,
@@ -565,6 +607,7 @@ def _start_sliced(name: str, epochs: int, tmp: Path) -> Dict[str, Any]:
         "proc": proc,
         "out": out,
         "err": err,
+        "pacer": pace,
         "done": lambda: proc.poll() is not None,
     }
 
@@ -608,7 +651,9 @@ def _end_stray_jobs(sessions: Path) -> None:
     time.sleep(0.2 if asked else 0.0)  # the supervisor exits right after writing exit.json
 
 
-def sliced_round(names: List[str], epochs: int, tmp: Path, slice_s: float) -> Dict[str, Dict[str, Any]]:
+def sliced_round(
+    names: List[str], epochs: int, tmp: Path, slice_s: float, pacer: str = ""
+) -> Dict[str, Dict[str, Any]]:
     """One round of --slices: start the arms in this order (each stopped at once), run them in turns until all
     have ended, and time each epoch by the running time the arm was given inside the epoch's span.
 
@@ -619,7 +664,7 @@ def sliced_round(names: List[str], epochs: int, tmp: Path, slice_s: float) -> Di
     ended = False
     try:
         for name in names:
-            arms.append(_start_sliced(name, epochs, tmp))
+            arms.append(_start_sliced(name, epochs, tmp, name == pacer))
         slice_arms(arms, slice_s)
         ended = True
     finally:
@@ -649,7 +694,8 @@ def sliced_round(names: List[str], epochs: int, tmp: Path, slice_s: float) -> Di
         result["turns"] = len(arm["runs"])
         result["turn_s_median"] = statistics.median(b - a for a, b in arm["runs"][1:-1] or arm["runs"])
         result["clock_offset_change_s"] = offsets[1] - offsets[0]
-        cost = switch_cost(runs, result.pop("step_spans", []))
+        result["runs"] = runs
+        cost = switch_cost(runs, result.get("step_spans", []))
         if cost is not None:
             result["switch_cost"] = cost
         results[arm["name"]] = result
@@ -658,6 +704,20 @@ def sliced_round(names: List[str], epochs: int, tmp: Path, slice_s: float) -> Di
         other = [s for n, r in results.items() if n != name for s in r["spans"][1:]]
         mine = result["spans"][1:]
         result["overlap"] = sum(running_within(other, a, b) for a, b in mine) / max(sum(b - a for a, b in mine), 1e-9)
+    if pacer:
+        timed = [r for n, r in results.items() if n != pacer][0]
+        paced = results[pacer]
+        # the pacing bare loop's time per step over each of the timed arm's epochs, as a whole epoch of as many steps
+        paced["own_epoch_s"] = paced["epoch_s"]
+        per_step, covered = zip(*(paced_step_s(paced, a, b) for a, b in timed["spans"]))
+        # its epoch 1: its own compile epoch (BRACKET_WARMUP steps; left out of every ratio, as the timed arm's)
+        paced["epoch_s"] = [paced["own_epoch_s"][0]] + [v * steps_per_epoch(LIMIT) for v in per_step[1:]]
+        paced["overlap"] = statistics.fmean(covered[1:]) if len(covered) > 1 else 0.0
+        paced["coverage"] = list(covered)
+        paced["spans"] = timed["spans"]  # it stands for the timed arm's epochs now
+    for result in results.values():
+        result.pop("step_spans", None)
+        result.pop("runs", None)
     return results
 
 
@@ -883,6 +943,13 @@ def main() -> int:
         help="with --slices: the A/A check of the method: a second bare loop (bare-b) in place of the job; its "
         "interval against the bare loop must be about 0 %%, as narrow as the job's would be",
     )
+    parser.add_argument("--pace", action="store_true", help=argparse.SUPPRESS)  # the bare loop under --slices
+    parser.add_argument(
+        "--no-pace",
+        action="store_true",
+        help="with --slices: the bare loop runs its own --epochs epochs (its epochs then overlap the other arm's only "
+        "in part) instead of pacing: running until the other arm ends, timed over the other arm's epochs' spans",
+    )
     parser.add_argument("--summarize", metavar="JSON", help="print the table of an earlier --json file and exit")
     parser.add_argument("--json", help="also write the raw measurements to this file")
     parser.add_argument(
@@ -936,7 +1003,7 @@ def main() -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if args.arm:
-        result = arm_course(args.epochs) if args.arm == "course" else arm_bare(args.epochs, args.bracket)
+        result = arm_course(args.epochs) if args.arm == "course" else arm_bare(args.epochs, args.bracket, args.pace)
         print(json.dumps(result))
         return 0
 
@@ -1185,7 +1252,7 @@ def run_sliced(args: Any, rng: Any, seed: int) -> int:
             busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
             round_began = time.monotonic()
             order = rng.sample([arm, base], 2)
-            results = sliced_round(order, args.epochs, Path(tmp), args.slices)
+            results = sliced_round(order, args.epochs, Path(tmp), args.slices, "" if args.no_pace else base)
             for name in order:
                 result = results[name]
                 result.update(cpu_busy_before=busy, arm_wall_s=time.monotonic() - round_began, load=os.getloadavg()[0])
@@ -1327,7 +1394,7 @@ def switch_lines(raw: Dict[str, List[Dict[str, Any]]]) -> List[str]:
             continue
         extra = [c[0] - c[1] for c in costs]
         share = [
-            (c[0] - c[1]) * c[2] / 1000.0 / max(sum(r["epoch_s"][1:]), 1e-9)
+            (c[0] - c[1]) * c[2] / 1000.0 / max(sum(r.get("own_epoch_s", r["epoch_s"])[1:]), 1e-9)
             for c, r in zip(costs, (r for r in runs if "switch_cost" in r))
         ]
         out.append(

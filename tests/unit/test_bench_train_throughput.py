@@ -14,9 +14,11 @@ from bench.train_throughput import (
     estimator_table,
     fits_budget,
     merged,
+    paced_step_s,
     paired_ratios,
     running_within,
     spread_sources,
+    steps_per_epoch,
     switch_cost,
     verdict,
 )
@@ -149,3 +151,24 @@ def test_the_aa_check_is_settled_only_when_its_interval_is_narrow_enough():
     assert aa_settled((1.0, 0.99, 1.01))
     assert not aa_settled((1.0, 0.97, 1.03))
     assert not aa_settled(None)
+
+
+def _paced(steady_end=3.0):
+    """A pacing arm that ran [0, 1] and [2, 3] (stopped between), 0.1 running seconds a step, steady from 0."""
+
+    def wall(r):
+        return r if r < 1.0 else r + 1.0
+
+    steps = [[wall(k / 10), wall((k + 1) / 10)] for k in range(20) if wall((k + 1) / 10) <= steady_end]
+    return {"runs": [[0.0, 1.0], [2.0, 3.0]], "spans": [[-1.0, 0.0], [0.0, steady_end]], "step_spans": steps}
+
+
+def test_a_pacing_arm_is_timed_per_step_over_the_other_arms_span_leaving_out_its_stopped_time():
+    per_step, covered = paced_step_s(_paced(), 0.5, 2.5)  # 5 steps before the stop, 5 after
+    assert math.isclose(per_step, 0.1) and covered == 1.0
+    per_step, covered = paced_step_s(_paced(), 0.55, 2.45)  # half a step at each edge counts as half
+    assert math.isclose(per_step, 0.1) and math.isclose(covered, 1.0)
+    per_step, covered = paced_step_s(_paced(steady_end=2.2), 0.5, 2.5)  # its steady epochs ended at 2.2
+    assert math.isclose(per_step, 0.1) and math.isclose(covered, 1.7 / 2.0)
+    assert math.isnan(paced_step_s(_paced(), -1.0, -0.5)[0])  # no steady step there: no time per step
+    assert steps_per_epoch() == 844 and steps_per_epoch(640) == 10
