@@ -539,8 +539,11 @@ def _signal_groups(groups: Sequence[int], sig: int) -> None:
             pass
 
 
-def slice_arms(arms: List[Dict[str, Any]], slice_s: float) -> None:
+def slice_arms(arms: List[Dict[str, Any]], slice_s: float, jitter: float = 0.0, rng: Any = None) -> None:
     """Let the started (stopped) arms run one at a time, `slice_s` seconds each in turn, until all have ended.
+
+    With `jitter` J each turn lasts slice_s * (1 + J * u), u uniform in [-1, 1] from `rng`: turns of one length
+    would stay in step with other load that comes back at a fixed period, which then hits one arm for a while.
 
     Each arm's "runs" gets the monotonic [before SIGCONT, after SIGSTOP] interval of every turn it had; once only
     one arm is left it runs on alone until it ends (one last interval). A pacing arm (runs until told) is told to
@@ -564,7 +567,8 @@ def slice_arms(arms: List[Dict[str, Any]], slice_s: float) -> None:
                 time.sleep(0.05)
             arm["runs"].append([began, time.monotonic()])
             continue
-        time.sleep(slice_s)  # one sleep: a bench waking often would take CPU and cache from the running arm
+        # one sleep: a bench waking often would take CPU and cache from the running arm
+        time.sleep(slice_s * (1.0 + jitter * (2.0 * rng.random() - 1.0)) if jitter else slice_s)
         _signal_groups(arm["groups"], signal.SIGSTOP)
         arm["runs"].append([began, time.monotonic()])
 
@@ -652,7 +656,7 @@ def _end_stray_jobs(sessions: Path) -> None:
 
 
 def sliced_round(
-    names: List[str], epochs: int, tmp: Path, slice_s: float, pacer: str = ""
+    names: List[str], epochs: int, tmp: Path, slice_s: float, pacer: str = "", jitter: float = 0.0, rng: Any = None
 ) -> Dict[str, Dict[str, Any]]:
     """One round of --slices: start the arms in this order (each stopped at once), run them in turns until all
     have ended, and time each epoch by the running time the arm was given inside the epoch's span.
@@ -665,7 +669,7 @@ def sliced_round(
     try:
         for name in names:
             arms.append(_start_sliced(name, epochs, tmp, name == pacer))
-        slice_arms(arms, slice_s)
+        slice_arms(arms, slice_s, jitter, rng)
         ended = True
     finally:
         for arm in arms:
@@ -945,6 +949,14 @@ def main() -> int:
     )
     parser.add_argument("--pace", action="store_true", help=argparse.SUPPRESS)  # the bare loop under --slices
     parser.add_argument(
+        "--turn-jitter",
+        type=float,
+        default=0.5,
+        metavar="J",
+        help="with --slices: each turn lasts S * (1 + J*u), u uniform in [-1, 1] (0 = every turn S seconds; turns "
+        "of one length can stay in step with other load of a fixed period)",
+    )
+    parser.add_argument(
         "--no-pace",
         action="store_true",
         help="with --slices: the bare loop runs its own --epochs epochs (its epochs then overlap the other arm's only "
@@ -1220,16 +1232,24 @@ def main() -> int:
 def run_sliced(args: Any, rng: Any, seed: int) -> int:
     """--slices: per round the job (or, with --aa, a second bare loop) and the bare loop in turns; the report."""
     arm, base = ("bare-b", "bare") if args.aa else ("job", "bare")
+    turns = "turns of %.2f s%s, %s" % (
+        args.slices,
+        " +-%.0f %%" % (100 * args.turn_jitter) if args.turn_jitter else "",
+        "the bare loop its own %d epochs" % args.epochs
+        if args.no_pace
+        else "the bare loop pacing (timed per step over the %s's epochs)" % arm,
+    )
     print(
-        "python %s; up to %d rounds x %d epochs per arm; %s and %s at the same time, one at a time in turns of %.2f s "
+        "python %s; up to %d rounds x %d epochs of the %s; %s and %s at the same time, one at a time in %s "
         "(start order random per round, seed %d); CPU cores: %s; load average before: %s"
         % (
             sys.version.split()[0],
             args.rounds,
             args.epochs,
             arm,
+            arm,
             base,
-            args.slices,
+            turns,
             seed,
             os.cpu_count(),
             "%.2f %.2f %.2f" % os.getloadavg(),
@@ -1252,7 +1272,9 @@ def run_sliced(args: Any, rng: Any, seed: int) -> int:
             busy = wait_for_quiet(args.max_busy, args.quiet_timeout)
             round_began = time.monotonic()
             order = rng.sample([arm, base], 2)
-            results = sliced_round(order, args.epochs, Path(tmp), args.slices, "" if args.no_pace else base)
+            results = sliced_round(
+                order, args.epochs, Path(tmp), args.slices, "" if args.no_pace else base, args.turn_jitter, rng
+            )
             for name in order:
                 result = results[name]
                 result.update(cpu_busy_before=busy, arm_wall_s=time.monotonic() - round_began, load=os.getloadavg()[0])
@@ -1312,12 +1334,12 @@ def run_sliced(args: Any, rng: Any, seed: int) -> int:
     ratios = paired_ratios(raw, arm, base)
     print()
     print(
-        "%s vs %s, paired by round, sliced in turns of %.2f s (median steady epoch, epochs 2-%d, %d rounds, stopped "
+        "%s vs %s, paired by round, sliced in %s (median steady epoch, epochs 2-%d, %d rounds, stopped "
         "%s, %.1f min): %s"
         % (
             arm,
             base,
-            args.slices,
+            turns,
             args.epochs,
             len(ratios),
             stopped,
