@@ -55,9 +55,54 @@ Every run prints each arm's time outside its steps measured inside its own proce
 enters: the job's bookkeeping between a step's loss fetched and the next batch taken (2.2-2.8 % of a
 steady epoch at load ~1) against the bare loop's loop overhead (~0.15 %).
 
-The command for the quiet run (13-15 s a round, so ≈ 60 rounds in 15 minutes; on 2026-12-02 at load
-~1, 40 rounds gave -0.9 % [-6.6 %, +5.2 %] with a log-ratio sd of 0.19, about 43 rounds short of
-settling):
+Time-sliced rounds (`--slices S`, the recommended way to judge job vs bare): both arms run at the same time but
+only one at any moment. The bench starts each arm and stops it at once (SIGSTOP to the job's worker group and its
+supervisor's group, found in pids.json; to the bare loop's own group), then lets them run in turns of about S
+seconds (SIGCONT, sleep, SIGSTOP; with --turn-jitter J each turn's length is drawn from S * [1 - J, 1 + J], so
+that other load of a fixed period cannot stay in step with one arm: measured no better, see below, so off by
+default). Drift over seconds then hits both arms nearly alike, and so does other people's load. An epoch's time is the running time its arm was given inside the epoch's
+span: its turns (monotonic [before SIGCONT, after SIGSTOP]) clipped to the span. The job's span comes from its
+`epoch` event (`t` - epoch_s to that + train_s, unix seconds put on time.monotonic() by the offset the bench reads
+before and after each round; the product's events are unchanged), the bare loop's from time.monotonic() stamps it
+prints. The bare loop paces: it compiles on BRACKET_WARMUP steps plus one short last batch, then runs steady
+epochs until the bench tells it (SIGUSR1) that the other arm has ended; its "epoch" is its running time per step
+over each of the other arm's epochs' spans times the steps of an epoch, so both are timed over the same seconds.
+(--no-pace gives the bare loop its own epochs instead: in the A/A check below, epoch pairs overlapping in time by
+less than 85 % had a log-ratio sd of 0.13-0.15, above 85 % 0.04.) The compile epoch stays out, as before; each
+round gives one paired ratio; verdict, --until-settled and --budget-min as above. A round cut short (an error,
+Ctrl+C, SIGTERM) leaves nothing stopped: every arm gets SIGCONT and is ended (the job through its supervisor).
+
+What slicing costs: the stopped arm's caches are refilled when it goes on. The bench measures it on the bare loop
+from its steps' monotonic spans: a step cut by a stop took 1.2-2.1 ms more running time than a whole one (medians
+over runs), 0.5-0.8 % of an epoch at 0.25 s turns and 1.4 % at 0.1 s turns. It hits both arms, so it mostly
+cancels in the ratio; the job's own cost per turn is not measured (its steps carry no spans) and may differ from
+the bare loop's by some fraction of that. The job's event batching and progress lines are paced by wall time
+(every 0.1 s and 0.5 s), which runs about twice as fast as its running time when sliced: a few more small writes
+per running second (well under 0.1 % of an epoch). `--aa` is the check of the method: a second bare loop
+(bare-b) in place of the job, sliced the same way; it must come out about 0 % with a narrow interval.
+
+Measured 2026-12-02 with others' tests and benches on the machine (load 2-8 on 2 vCPUs), 3 epochs per arm:
+  A/A, 0.25 s turns, no pacing:   +1.3 % [-2.8 %, +5.6 %], log-ratio sd 0.081, 17 rounds in 11.3 min (load 4.4-5.5)
+  A/A, 0.10 s turns, no pacing:   +2.5 % [-1.4 %, +6.7 %], sd 0.079, 18 rounds in 11.4 min (load 4.3-4.7)
+  A/A, 0.25 s turns, pacing:      -1.3 % [-3.4 %, +0.9 %], sd 0.031, 10 rounds in 11.5 min (load 5.3-6.2)
+  A/A, 0.25 s turns, pacing:      -1.0 % [-4.1 %, +2.3 %], sd 0.069, 20 rounds in 8.6 min (load 2.3-3.9)
+  A/A, 0.25 s +-50 %, pacing:     +0.7 % [-5.0 %, +6.7 %], sd 0.096, 13 rounds in 9.2 min (load 4.3-5.9)
+  job vs bare, 0.25 s, pacing:    +8.9 % [+5.1 %, +12.9 %] (not within), sd 0.056, 12 rounds in 14.1 min (load 4.6-7.3)
+against sd ≈ 0.16 one arm after the other (below); each arm's own between-process sd was 0.2-0.37 in those runs,
+so slicing cancels most of the drift and of others' load. What it cannot cancel: a whole process now and then
+slower than its twin over all its epochs (A/A rounds at -20 % and +24 % with both epochs alike, while the pacing
+loop's own epochs kept their pace): the A/A sd is 0.03-0.10, so an interval of +-1.5 % takes about 60-170 rounds,
+not 15 minutes; +-3 % (enough when the mean is 4 % or more away from +5 %) takes 15-40. The A/A checks came out
+centred on 0 (-1.3 % to +2.5 %, 0 inside every interval). Whether the job's +8.9 % under load 5-7 holds on a quiet
+machine (one arm after the other at load ~1 gave +4.3 % [+1.0 %, +7.7 %]) is not measured here. Under that load a
+round took 30-80 s.
+
+  python bench/train_throughput.py --slices 0.25 --arms job,bare --epochs 3 --rounds 200 --until-settled
+      --min-rounds 10 --budget-min 15 --val-limit 600 --max-busy 1
+
+The command for the quiet run one arm after the other (13-15 s a round, so ≈ 60 rounds in 15 minutes; on
+2026-12-02 at load ~1, 40 rounds gave -0.9 % [-6.6 %, +5.2 %] with a log-ratio sd of 0.19, about 43 rounds short
+of settling):
 
   python bench/train_throughput.py --arms job,bare --epochs 2 --rounds 200 --until-settled
       --min-rounds 20 --budget-min 15 --val-limit 600 --max-busy 0.5 --quiet-timeout 20
@@ -951,7 +996,7 @@ def main() -> int:
     parser.add_argument(
         "--turn-jitter",
         type=float,
-        default=0.5,
+        default=0.0,
         metavar="J",
         help="with --slices: each turn lasts S * (1 + J*u), u uniform in [-1, 1] (0 = every turn S seconds; turns "
         "of one length can stay in step with other load of a fixed period)",
