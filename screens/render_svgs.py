@@ -10,7 +10,6 @@ after this process has built the app and its screens, so that work overlaps the 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import sys
@@ -29,9 +28,6 @@ SCREENS = (
     ("5", "export"),
     ("6", "session"),
 )
-# Imported by the drawing after the fold (the Session screen's next steps parse `--set` values as YAML; rich's SVG
-# export escapes with html): imported while the export still folds instead.
-WARM_IMPORTS = ("html", "workbench.config.safe_yaml")
 INGEST_TIMEOUT_S = 20.0
 SETTLE_S = 0.35  # longer than one redraw tick at the default 4 Hz
 DRAWN_POLL_S = 0.005  # then looked at often: drawn and settled, it is saved at once
@@ -119,8 +115,12 @@ async def shoot_handed(
         for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
             await app.switch_mode(mode)
             await pilot.pause()
-        for name in WARM_IMPORTS:
-            importlib.import_module(name)
+        # Imported by the drawing after the fold (the Session screen's next steps parse `--set` values as YAML;
+        # rich's SVG export escapes with html): imported while the export still folds instead.
+        import html  # noqa: F401
+
+        from workbench.config import safe_yaml  # noqa: F401
+
         out_dir, folded = await asyncio.get_running_loop().run_in_executor(None, receive)
         out_dir.mkdir(parents=True, exist_ok=True)
         await app.adopt(folded)

@@ -5,8 +5,8 @@ scale with the plain step cell, so a sampled step is a training step like the ot
 back the gradients it applied (unscaled): no second forward or backward pass. The weights are copied
 before that step into buffers kept for the run (each half a page from its parameter: spaced_like),
 fetched after it, and everything is reduced to norms on the host (float32 dot products): reductions
-inside the CPU graph cost more than the step itself
-(about 10 ms against 5 ms, measured). A step the loss scale skipped is marked and never judged.
+inside the CPU graph cost more than the step itself (about 10 ms against 5 ms, measured). A step the
+loss scale skipped is marked and never judged.
 Samples are batched into one event about every second; in a data-parallel run every rank samples the
 same steps (the same graph, the same averaged gradients) and rank 0 reports.
 """

@@ -79,11 +79,11 @@ class HalfBlockImage(Widget):
         """Draw `pixels` (None clears); plain=True uses the ASCII ramp without colours."""
         if pixels is None:
             self._strips, self._width = [], 0
-        elif plain:
-            self._strips = [Strip([Segment(line)]) for line in ascii_lines(pixels)]
-            self._width = int(_as_uint8(pixels).shape[1])
         else:
-            self._strips = [Strip(line) for line in half_block_lines(pixels)]
+            if plain:
+                self._strips = [Strip([Segment(line)]) for line in ascii_lines(pixels)]
+            else:
+                self._strips = [Strip(line) for line in half_block_lines(pixels)]
             self._width = int(_as_uint8(pixels).shape[1])
         self.refresh()
 

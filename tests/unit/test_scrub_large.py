@@ -111,3 +111,26 @@ def test_each_picture_is_masked_while_the_next_is_drawn_and_not_read_again_after
     _scrub_tree(stage, scrubber, done)
     assert passed == ["training.svg"]
     assert secret not in (stage / "screenshots" / "training.svg").read_text()
+
+
+def test_a_picture_saved_just_before_the_drawing_ended_is_passed_too(tmp_path):
+    """The export looks once more after the child ended: a picture saved between its last look and the end (here:
+    the whole drawing, done before the export first looks) still gets its pass before the last one."""
+    from workbench.fold.handoff import FoldedSession
+    from workbench.record.write import _Pictures
+    from workbench.system.atomic import write_text
+
+    secret = "hunter2secret"
+    stage = tmp_path / "stage"
+    stage.mkdir()
+
+    def shooter(out_dir, folded):
+        out_dir.mkdir(parents=True)
+        write_text(out_dir / "session.svg", "<svg>%s</svg>\n" % secret)
+        return {"files": ["session.svg"]}
+
+    shots = _Pictures(shooter, stage, FoldedSession())
+    shots.join()  # ended before the export looks
+    done = shots.passing(Scrubber([secret]), {})
+    assert [p.name for p in done] == ["session.svg"]
+    assert secret not in (stage / "screenshots" / "session.svg").read_text()

@@ -438,8 +438,10 @@ class _Pictures(threading.Thread):
         check of the last pass, which passes it again."""
         folder = self.args[1] / SHOTS_DIR
         passed = dict(done)
-        while self.is_alive():
+        ended = False
+        while not ended:  # one look more after the child ended: the last picture may land just before it does
             self.join(PICTURE_LOOK_S)
+            ended = not self.is_alive()
             for path in sorted(folder.glob("*.svg")) if folder.is_dir() else []:
                 if path not in passed:
                     passed[path] = _scrub_file(path, scrubber)
