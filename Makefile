@@ -11,11 +11,11 @@ COMPAT_PY := $(COMPAT_VENV)/bin/python
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
 COMPAT_PACKAGES := mindspore-dev==2.5.0.dev20250202 numpy==1.23.5
 # The job tests whose jobs import MindSpore or NumPy on a version-dependent path (device selection
-# and read-back, profiler, probes, package scan, alignment, data). Left to the main leg: export
-# (MindIR/Lite, ~5 min) and test_profiling (its stand-in program builds a JobContext from
+# and read-back, profiler, probes, package scan, alignment, data, the monitor's reads of Adam's
+# moment). Left to the main leg: export (MindIR/Lite, ~5 min) and test_profiling (its stand-in program builds a JobContext from
 # workbench.config.layers, which needs pyyaml; the train job's profiler path is covered by test_train_profile).
 COMPAT_TESTS := tests/jobs/test_train.py tests/jobs/test_train_profile.py tests/jobs/test_env_job.py \
-	tests/jobs/test_align_job.py tests/jobs/test_data_job.py
+	tests/jobs/test_align_job.py tests/jobs/test_data_job.py tests/jobs/test_monitor_weights.py
 
 .PHONY: run test test-compat lint bench bench-quick clean
 

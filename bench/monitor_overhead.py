@@ -20,9 +20,10 @@ cell arm (the strict measure): one child process builds the train job's own step
   steps, nothing else of the job around them (no feeding, events or bookkeeping, which the job
   arm's denominator carries), so the same extra cost is a larger ratio here. It times many short
   blocks of N steps in pairs: a baseline block (all plain steps) and a monitored block (the
-  monitored step first, with its rows fetched, folded and queued as the job does, then N-1 plain
-  steps, so what the monitored graph leaves on the next plain step lands in the monitored block
-  too), the order inside each pair random (seeded). Two robust estimates of the ratio, each with a
+  sampled step first, with its copies made and its rows fetched, folded and queued as the job does,
+  then N-1 plain steps, so what the sample leaves on the next plain step lands in the monitored
+  block too), the order inside each pair random (seeded). `--gradients cell` reads the gradients
+  through the monitored step cell (its second graph) even where the job reads Adam's moment. Two robust estimates of the ratio, each with a
   95 % bootstrap interval over the pairs (resampled with replacement): position medians (the sum
   over the block's step positions of each position's median time, monitored over baseline) and the
   paired ratio (the median of the pairs' block-time ratios).
@@ -59,6 +60,7 @@ CHILD = r"""
 import json, os, random, sys, time
 sys.path.insert(0, sys.argv[1])
 every, pairs, limit, seed = (int(v) for v in sys.argv[2:6])
+from_moment = None if sys.argv[6] == "auto" else False
 import mindspore as ms
 from mindspore import Tensor
 from jobs.common import datafeed, stepcell
@@ -79,7 +81,7 @@ ms.set_context(mode=ms.GRAPH_MODE)
 job_cfg = JobConfig(cfg)
 data = datafeed.load_run_data("/nonexistent", cfg)  # no job folder: the config's own data
 parts = stepcell.build_step(ms, job_cfg)
-monitor = Monitor(parts, every)  # the job's own: the monitored cell, the weight copies, the host reduction
+monitor = Monitor(parts, every, from_moment=from_moment)  # the job's own: the sampled step, the copies, the host reduction
 pipe = Pipe()
 bs = cfg["train"]["batch_size"]
 n = len(data.train_y) // bs
@@ -148,10 +150,10 @@ def verdict(intervals: List[Tuple[float, float]]) -> str:
     return "not settled"
 
 
-def measure(every: int, pairs: int, limit: int, seed: int) -> Dict[str, Any]:
+def measure(every: int, pairs: int, limit: int, seed: int, gradients: str = "auto") -> Dict[str, Any]:
     """Run the child; its block times as arrays and the load averages."""
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT), str(every), str(pairs), str(limit), str(seed)],
+        [sys.executable, "-c", CHILD, str(ROOT), str(every), str(pairs), str(limit), str(seed), gradients],
         cwd=tempfile.gettempdir(),
         capture_output=True,
         text=True,
@@ -356,6 +358,13 @@ def main() -> int:
     p.add_argument("--every", type=int, default=10, help="train.monitor.every of the monitored arm")
     p.add_argument("--pairs", type=int, default=1000, help="cell arm: block pairs (one baseline, one monitored each)")
     p.add_argument("--limit", type=int, default=6400, help="cell arm: training images to cycle through")
+    p.add_argument(
+        "--gradients",
+        choices=("auto", "cell"),
+        default="auto",
+        help="cell arm: how a sampled step's gradients are read: as the job does (auto: Adam's moment for the "
+        "default config) or through the monitored step cell (its second compiled graph)",
+    )
     p.add_argument("--resamples", type=int, default=1000, help="cell arm: bootstrap resamples")
     p.add_argument("--job-pairs", type=int, default=16, help="job arm: pairs of train jobs (about 20 s a pair, quiet)")
     p.add_argument("--job-epochs", type=int, default=6, help="job arm: epochs per job (epoch 1 is not counted)")
@@ -370,7 +379,7 @@ def main() -> int:
         raise SystemExit("--every must be at least 2, --pairs 10, --job-pairs 2 and --job-epochs 2")
     results: List[Dict[str, Any]] = []
     if "cell" in arms:
-        got = measure(args.every, args.pairs, args.limit, args.seed)
+        got = measure(args.every, args.pairs, args.limit, args.seed, args.gradients)
         results.append(report(got, args.every, args.resamples, args.seed))
     if "job" in arms:
         results.append(job_arm(args.every, args.job_pairs, args.job_epochs, args.job_limit, args.seed))

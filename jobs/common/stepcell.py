@@ -1,14 +1,15 @@
 """The training step of a run, built from its config: network, precision, loss, optimizer, the one-step cell.
 
 The train job and the numerics replay build it with the same function, so a replay runs the same
-numbers. With train.monitor.every a second cell shares the network and optimizer and also returns the
-gradients the compiled step applied (no second forward or backward pass); the monitor reduces
-them, and the weights before and after the step, to norms on the host.
+numbers. With train.monitor.every the monitor reads the gradients a step applied: from Adam's first
+moment around a plain step (first_moment), or else from a second cell that shares the network and
+optimizer and also returns them (no second forward or backward pass either way); it reduces them,
+and the weights before and after the step, to norms on the host.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -174,6 +175,40 @@ def monitored_step(train_step: Any, loss_cell: Any, opt: Any) -> Any:
     cell = _monitored_loss_scale_class(type(train_step))(loss_cell, opt, scale_sense=manager)
     cell.scale_sense = train_step.scale_sense
     return cell
+
+
+def first_moment(train_step: Any, opt: Any) -> Optional[Tuple[list, float]]:
+    """(first-moment parameters, beta1) where a plain step's applied gradients can be read back from Adam's first moment.
+
+    Adam keeps m_t = beta1 m_(t-1) + (1 - beta1) g_t, so g_t = (m_t - beta1 m_(t-1)) / (1 - beta1) from the
+    moment before and after a step (float32 rounding: about 1e-7 of |g|, measured). None where that does
+    not hold or is not wanted: another optimizer, weight decay, a gradient scale or centralisation, grouped
+    parameters, lazy/offloaded/AMSGrad updates, or a loss scale (a step it skips leaves the moment
+    unchanged, and its overflowing gradients are what the monitored cell shows).
+    """
+    from mindspore import nn
+
+    if getattr(train_step, "loss_scaling_manager", None) is not None or type(opt) is not nn.Adam:
+        return None
+    plain = (
+        not opt.is_group
+        and not getattr(opt, "is_group_lr", False)
+        and not getattr(opt, "dynamic_weight_decay", False)
+        and _number(opt.weight_decay) == 0.0
+        and _number(opt.loss_scale) == 1.0
+        and not getattr(opt, "grad_centralization", False)
+        and not (opt.use_lazy or opt.use_offload or getattr(opt, "use_amsgrad", False))
+    )
+    return (list(opt.moment1), float(opt.beta1.asnumpy())) if plain else None
+
+
+def _number(value: Any) -> Optional[float]:
+    """A float, or a scalar Tensor's value; None for anything else (a schedule cell)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if hasattr(value, "asnumpy") and getattr(value, "size", 0) == 1:
+        return float(value.asnumpy())
+    return None
 
 
 def _monitored_class():

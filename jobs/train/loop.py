@@ -105,7 +105,7 @@ class TrainLoop:
         self.last_finite = lastfinite.LastFinite(run)
         every = t.monitor.every
         self.scale_log: Optional[LossScaleLog] = None  # made in train(), after a resume loaded the scale
-        # every rank runs the monitored graph at the same steps (its gradients are averaged over the ranks); rank 0 tells
+        # every rank samples the same steps (the gradients read are the ones averaged over the ranks); rank 0 tells
         self.monitor = monitoring.Monitor(run, every, reports=run.is_rank0) if every else None
 
     def train(self) -> Dict[str, Any]:

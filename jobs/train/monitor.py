@@ -1,21 +1,24 @@
-"""The training-state monitor in the train job: every N-th step runs the monitored cell, its rows go out as `monitor` events.
+"""The training-state monitor in the train job: every N-th step is sampled, its rows go out as `monitor` events.
 
-The monitored cell (jobs/common/stepcell.py) shares the network, the optimizer and a dynamic loss
-scale with the plain step cell, so a sampled step is a training step like the others that also hands
-back the gradients it applied (unscaled): no second forward or backward pass. The weights are copied
-before that step into buffers kept for the run (each half a page from its parameter: spaced_like),
-fetched after it, and everything is reduced to norms on the host (float32 dot products): reductions
-inside the CPU graph cost more than the step itself (about 10 ms against 5 ms, measured). A step the
-loss scale skipped is marked and never judged.
-Samples are batched into one event about every second; in a data-parallel run every rank samples the
-same steps (the same graph, the same averaged gradients) and rank 0 reports.
+A sampled step is a training step like the others that also yields the gradients it applied: with
+Adam (no loss scale, no weight decay: stepcell.first_moment) the plain step itself runs and the
+gradients are read back from the optimizer's first moment before and after it; otherwise a
+monitored cell (jobs/common/stepcell.py), sharing the network, the optimizer and a dynamic loss
+scale with the plain one, hands them back (unscaled), at the cost of a second compiled graph that
+MindSpore switches to and back (about 0.2 ms each way, measured). No second forward or backward pass
+either way. The weights (and the moment) are copied before the step into buffers kept for the run
+(each half a page from its parameter: spaced_like), read after it, and everything is reduced to
+norms on the host (float32 dot products): reductions inside the CPU graph cost more than the step
+itself (about 10 ms against 5 ms, measured). A step the loss scale skipped is marked and never
+judged. Samples are batched into one event about every second; in a data-parallel run every rank
+samples the same steps (the same averaged gradients) and rank 0 reports.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -28,10 +31,14 @@ FLUSH_SAMPLES = 50
 PAGE = 4096  # a load is matched against earlier stores by its address modulo this (4K aliasing)
 
 
-def rows_from(before: List[np.ndarray], after: List[np.ndarray], grads: List[np.ndarray]) -> Dict[str, List[float]]:
+def rows_from(
+    before: List[np.ndarray], after: List[np.ndarray], grads: List[np.ndarray], grad_scale: float = 1.0
+) -> Dict[str, Any]:
     """Per parameter: weight norm (after the step), gradient norm, update ratio |after - before|/|after|, non-finite share.
 
-    A float32 array of `before` is overwritten with the update (the monitor's own buffers: no allocation).
+    The gradients are `grads` times `grad_scale` (a positive number: the monitor's moment differences are
+    passed unscaled). A float32 array of `before` is overwritten with the update (the monitor's own
+    buffers: no allocation).
     """
     w, g, ratio, share = [], [], [], []
     dot, sqrt, isfinite = np.dot, math.sqrt, math.isfinite
@@ -48,7 +55,7 @@ def rows_from(before: List[np.ndarray], after: List[np.ndarray], grads: List[np.
         # a finite sum of squares has no NaN or Inf under it: count them only when it is not finite
         bad = 0 if finite else int(g32.size - int(np.isfinite(g32).sum()))
         w.append(wn)
-        g.append(sqrt(gsq) if finite else float("inf"))
+        g.append(sqrt(gsq) * grad_scale if finite else float("inf"))
         ratio.append(dn / wn if wn > 0 else (float("inf") if dn > 0 else 0.0))
         share.append(bad / float(g32.size) if g32.size else 0.0)
     return {"weight_norm": _short(w), "grad_norm": _short(g), "update_ratio": _short(ratio), "nonfinite": _short(share)}
@@ -79,54 +86,31 @@ def _short(values: List[float]) -> List[float]:
     return [float("%.5g" % v) for v in values]
 
 
-class Monitor:
-    """Decides which steps are sampled, runs them, batches their rows, folds the flags for the end-of-run check."""
+class Held:
+    """Parameters read as numpy arrays, and a buffer per parameter that keeps (a multiple of) each value before a step.
 
-    def __init__(self, run: Any, every: int, reports: bool = True):
-        self.run, self.every = run, int(every)
-        self.reports = reports  # False on data-parallel ranks other than 0: they sample (same graph), rank 0 tells
-        self.cell = stepcell.monitored_step(run.train_step, run.loss_cell, run.opt)
-        self.cell.set_train(True)
-        self.names = stepcell.param_names(run.opt)
-        self.sizes = stepcell.param_sizes(run.opt)
-        self.state = trainstate.TrainState()
-        self.pending: Dict[str, List[Any]] = self._empty()
-        self.flushed_at = time.monotonic()
-        self.params = list(run.opt.parameters)
+    On CPU `asnumpy` gives a view of the parameter's own memory, which the step updates in place; such a
+    view is kept while the parameter's address (`data_ptr`, about a tenth of `asnumpy`'s cost) is
+    unchanged, and taken again when it moved (a resume's load), with a new buffer spaced from it
+    (spaced_like); a copy, or a Tensor without `data_ptr`, is read again each time.
+    """
+
+    def __init__(self, params: List[Any]):
+        self.params = list(params)
         self.before = [np.empty(p.shape, dtype=np.float32) for p in self.params]  # reused: no allocation per sample
         self.views: List[Any] = [None] * len(self.params)  # each parameter's asnumpy view, with its address
-        self.grads: Any = None
-        self.overflow: Any = None
 
-    def _empty(self) -> Dict[str, List[Any]]:
-        return {"global_step": [], "epoch": [], "skipped": [], **{f: [] for f in trainstate.FIELDS}}
+    def keep(self, factor: float = 1.0) -> None:
+        """Copy each value (times `factor`) into its buffer."""
+        scale = np.float32(factor)
+        for buf, view in zip(self.before, self.now()):
+            if factor == 1.0:
+                np.copyto(buf, view)
+            else:
+                np.multiply(view, scale, out=buf)
 
-    def precompile(self, x: Any, y: Any) -> None:
-        """Compile the monitored graph before the first step (Cell.compile where it exists), so no step pays it."""
-        if hasattr(self.cell, "compile"):
-            self.cell.compile(x, y)
-
-    def due(self, global_step: int) -> bool:
-        """True when global step `global_step` (1-based) is sampled."""
-        return global_step % self.every == 0
-
-    def step(self, x: Any, y: Any) -> Any:
-        """Copy the weights, run one monitored step; what the plain cell returns (the rows come from `fetch`)."""
-        for keep, view in zip(self.before, self.weights()):
-            np.copyto(keep, view)
-        out = self.cell(x, y)
-        self.grads = out[-1]
-        self.overflow = out[1] if len(out) == 4 else None  # a loss-scaled cell: (loss, overflow, scale, grads)
-        return out[0] if len(out) == 2 else out[:3]
-
-    def weights(self) -> List[Any]:
-        """The parameters' values as numpy arrays, read after the last step's output was (the loop reads its loss).
-
-        On CPU `asnumpy` gives a view of the parameter's own memory, which the step updates in place; such a
-        view is kept while the parameter's address (`data_ptr`, about a tenth of `asnumpy`'s cost) is
-        unchanged, and taken again when it moved (a resume's load), with a new copy buffer spaced from
-        it (spaced_like); a copy, or a Tensor without `data_ptr`, is read again each time.
-        """
+    def now(self) -> List[Any]:
+        """The parameters' values, read after the last step's output was (the loop reads its loss)."""
         out = []
         for i, p in enumerate(self.params):
             kept = self.views[i]
@@ -142,9 +126,70 @@ class Monitor:
             out.append(view)
         return out
 
+
+class Monitor:
+    """Decides which steps are sampled, runs them, batches their rows, folds the flags for the end-of-run check."""
+
+    def __init__(self, run: Any, every: int, reports: bool = True, from_moment: Optional[bool] = None):
+        self.run, self.every = run, int(every)
+        self.reports = reports  # False on data-parallel ranks other than 0: they sample (same steps), rank 0 tells
+        moment = stepcell.first_moment(run.train_step, run.opt) if from_moment is not False else None
+        if from_moment and moment is None:
+            raise ValueError("the gradients cannot be read from this optimizer's first moment")
+        self.moment = Held(moment[0]) if moment is not None else None
+        self.beta1 = moment[1] if moment is not None else 0.0
+        if self.moment is None:
+            self.cell = stepcell.monitored_step(run.train_step, run.loss_cell, run.opt)
+            self.cell.set_train(True)
+        else:
+            self.cell = run.train_step  # the plain step: no second graph
+        self.names = stepcell.param_names(run.opt)
+        self.sizes = stepcell.param_sizes(run.opt)
+        self.state = trainstate.TrainState()
+        self.pending: Dict[str, List[Any]] = self._empty()
+        self.flushed_at = time.monotonic()
+        self.weights = Held(list(run.opt.parameters))
+        self.grads: Any = None
+        self.overflow: Any = None
+
+    @property
+    def gradients_from(self) -> str:
+        """How a sampled step's gradients are read (said in the check's evidence)."""
+        if self.moment is not None:
+            return "Adam's first moment before and after the plain step: (m_t - beta1 m_(t-1)) / (1 - beta1)"
+        return "the monitored step cell, which returns the gradients it applied"
+
+    def _empty(self) -> Dict[str, List[Any]]:
+        return {"global_step": [], "epoch": [], "skipped": [], **{f: [] for f in trainstate.FIELDS}}
+
+    def precompile(self, x: Any, y: Any) -> None:
+        """Compile the monitored graph before the first step (Cell.compile where it exists), so no step pays it."""
+        if self.moment is None and hasattr(self.cell, "compile"):
+            self.cell.compile(x, y)
+
+    def due(self, global_step: int) -> bool:
+        """True when global step `global_step` (1-based) is sampled."""
+        return global_step % self.every == 0
+
+    def step(self, x: Any, y: Any) -> Any:
+        """Copy the weights (and beta1 x the moment), run one sampled step; what the plain cell returns."""
+        self.weights.keep()
+        if self.moment is not None:
+            self.moment.keep(self.beta1)
+            return self.cell(x, y)
+        out = self.cell(x, y)
+        self.grads = out[-1]
+        self.overflow = out[1] if len(out) == 4 else None  # a loss-scaled cell: (loss, overflow, scale, grads)
+        return out[0] if len(out) == 2 else out[:3]
+
     def fetch(self) -> Dict[str, Any]:
-        """The sampled step's rows from the weights before and after it and its gradients (asnumpy); `skipped` too."""
-        rows: Dict[str, Any] = rows_from(self.before, self.weights(), [g.asnumpy() for g in self.grads])
+        """The sampled step's rows from the weights before and after it and its gradients; `skipped` too."""
+        if self.moment is not None:
+            # m_t - beta1 m_(t-1), in the buffer that held beta1 m_(t-1); the 1 / (1 - beta1) goes into the norm
+            grads = [np.subtract(m, kept, out=kept) for m, kept in zip(self.moment.now(), self.moment.before)]
+            rows = rows_from(self.weights.before, self.weights.now(), grads, 1.0 / (1.0 - self.beta1))
+        else:
+            rows = rows_from(self.weights.before, self.weights.now(), [g.asnumpy() for g in self.grads])
         rows["skipped"] = self.overflow is not None and bool(self.overflow.asnumpy())
         return rows
 
@@ -190,6 +235,7 @@ class Monitor:
             "rules": trainstate.RULES,
             "ratio_rule": trainstate.RATIO_RULE,
             "params": self.names,
+            "gradients_from": self.gradients_from,
         }
         if not st.count:
             ctx.check("train-state", "training state", Evidence.NOT_RUN, "no step was sampled", evidence=evidence)

@@ -116,5 +116,6 @@ def test_monitor_with_a_dynamic_loss_scale_marks_the_skipped_steps_and_moves_one
         assert all(r == 0 for r in ratios) if flag else all(r > 0 for r in ratios), (step, flag, ratios)
     check = [e for e in events if e["type"] == "check" and e["id"] == "train-state"][-1]
     assert check["status"] == Evidence.PASS and check["evidence"]["skipped"] == len(marked)
+    assert check["evidence"]["gradients_from"].startswith("the monitored step cell")  # a loss scale: not the moment
     assert "%d sampled steps skipped by the loss scale" % len(marked) in check["detail"]
     assert rec.train_state.skipped == len(marked) and rec.train_state.count == len(samples)

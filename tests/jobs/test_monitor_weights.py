@@ -1,9 +1,10 @@
-"""The monitor's weight reads with real MindSpore on CPU, in a subprocess: kept views stay right, a moved parameter is read again.
+"""The monitor's reads with real MindSpore on CPU, in a subprocess: kept views stay right, a moved parameter is read again,
+and the gradients read back from Adam's first moment are those the monitored cell returns.
 
-Monitor.weights keeps each parameter's asnumpy view while the parameter's address is unchanged; the
-rows must be those of independent copies taken around the step, and after `set_data` moves a
-parameter (what a resume's load does) the monitor must read the new values, not the old memory,
-and copy them into a buffer spaced from the new address.
+Held keeps each parameter's asnumpy view while the parameter's address is unchanged; the rows must be
+those of independent copies taken around the step, and after `set_data` moves a parameter (what a
+resume's load does) the monitor must read the new values, not the old memory, and copy them into a
+buffer spaced from the new address. Both ways of reading a step's gradients are covered.
 """
 
 from __future__ import annotations
@@ -18,55 +19,121 @@ from tests.support.jobpython import JOB_PYTHON
 pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
 PROGRAM = r"""
-import json, types
+import json, sys, types
 import numpy as np
 from jobs.common import msdevice
 msdevice.set_device("CPU", 0, "graph")
+import mindspore as ms
 from mindspore import Tensor, nn
 from jobs.train.monitor import Monitor, rows_from
+from_moment = sys.argv[1] == "moment"
+ms.set_seed(3)
 net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 16), nn.ReLU(), nn.Dense(16, 10))
 loss_cell = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
 opt = nn.Adam(net.trainable_params(), 0.01)
 step = nn.TrainOneStepCell(loss_cell, opt)
 step.set_train(True)
-mon = Monitor(types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt), 2)
+mon = Monitor(types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt), 2, from_moment=from_moment)
 rng = np.random.default_rng(0)
 x = Tensor(rng.standard_normal((8, 1, 28, 28)).astype(np.float32)); y = Tensor(np.arange(8, dtype=np.int32))
-out = {"rows_equal": [], "moved_read": None, "kept": None, "spaced": []}
+out = {"rows_equal": [], "moved_read": None, "kept": None, "spaced": [], "second_graph": mon.cell is not step}
 
-def spaced():
-    return all((b.ctypes.data - v[1].ctypes.data) % 4096 == 2048 for b, v in zip(mon.before, mon.views) if v)
+def spaced(held):
+    return all((b.ctypes.data - v[1].ctypes.data) % 4096 == 2048 for b, v in zip(held.before, held.views) if v)
 
 def sample():
-    before = [p.asnumpy().copy() for p in mon.params]
+    before = [p.asnumpy().copy() for p in mon.weights.params]
+    moment = [m.asnumpy().copy() for m in opt.moment1]
     mon.step(x, y).asnumpy()
     rows = mon.fetch()
-    after = [p.asnumpy().copy() for p in mon.params]
-    grads = [g.asnumpy().copy() for g in mon.grads]
-    want = rows_from(before, after, grads)
-    return all(rows[k] == want[k] for k in want)
+    after = [p.asnumpy().copy() for p in mon.weights.params]
+    if from_moment:  # the same arithmetic on independent copies
+        b1 = np.float32(mon.beta1)
+        grads = [m.asnumpy() - m0 * b1 for m, m0 in zip(opt.moment1, moment)]
+        want = rows_from(before, after, grads, 1.0 / (1.0 - mon.beta1))
+    else:
+        want = rows_from(before, after, [g.asnumpy().copy() for g in mon.grads])
+    return all(rows[k] == want[k] for k in want) and rows["skipped"] is False
 
+held = [mon.weights] + ([mon.moment] if from_moment else [])
 for _ in range(3):
     step(x, y).asnumpy()
     out["rows_equal"].append(sample())
-    out["spaced"].append(spaced())
-out["kept"] = sum(v is not None for v in mon.views)
-new = np.full(mon.params[0].shape, 0.25, np.float32)
-mon.params[0].set_data(Tensor(new))
-out["moved_read"] = bool(np.array_equal(mon.weights()[0], new))
+    out["spaced"].append(all(spaced(h) for h in held))
+out["kept"] = sum(v is not None for h in held for v in h.views)
+new = np.full(mon.weights.params[0].shape, 0.25, np.float32)
+mon.weights.params[0].set_data(Tensor(new))
+out["moved_read"] = bool(np.array_equal(mon.weights.now()[0], new))
+if from_moment:
+    opt.moment1[0].set_data(Tensor(np.full(opt.moment1[0].shape, 0.5, np.float32)))
+    out["moved_read"] = out["moved_read"] and bool(np.array_equal(mon.moment.now()[0], np.full(new.shape, 0.5)))
 step(x, y).asnumpy()
 out["rows_equal"].append(sample())
-out["spaced"].append(spaced())
+out["spaced"].append(all(spaced(h) for h in held))
 print("RESULT " + json.dumps(out))
 """
 
+TWINS = r"""
+import json
+import numpy as np
+from jobs.common import msdevice
+msdevice.set_device("CPU", 0, "graph")
+import mindspore as ms
+from mindspore import Tensor, nn
+from jobs.train.monitor import Monitor
+import types
 
-def test_kept_views_give_the_rows_of_fresh_copies_and_a_moved_parameter_is_read_again(tmp_path):
-    proc = run_program(JOB_PYTHON, PROGRAM, cwd=tmp_path)
+def twin(from_moment):
+    ms.set_seed(7)
+    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 32), nn.ReLU(), nn.Dense(32, 10))
+    loss_cell = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
+    opt = nn.Adam(net.trainable_params(), 0.003)
+    step = nn.TrainOneStepCell(loss_cell, opt)
+    step.set_train(True)
+    return step, Monitor(types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt), 3, from_moment=from_moment)
+
+rng = np.random.default_rng(1)
+batches = [(Tensor(rng.standard_normal((16, 1, 28, 28)).astype(np.float32)), Tensor(rng.integers(0, 10, 16).astype(np.int32)))
+           for _ in range(12)]
+got = {}
+for how in ("moment", "cell"):
+    step, mon = twin(how == "moment")
+    rows = []
+    for i, (x, y) in enumerate(batches, 1):
+        if mon.due(i):
+            mon.step(x, y).asnumpy()
+            rows.append(mon.fetch())
+        else:
+            step(x, y).asnumpy()
+    got[how] = {"rows": rows, "evidence": mon.gradients_from}
+print("RESULT " + json.dumps(got))
+"""
+
+
+def _result(proc) -> dict:
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1][len("RESULT ") :])
+    return json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1][len("RESULT ") :])
+
+
+@pytest.mark.parametrize("how", ["moment", "cell"])
+def test_kept_views_give_the_rows_of_fresh_copies_and_a_moved_parameter_is_read_again(tmp_path, how):
+    got = _result(run_program(JOB_PYTHON, PROGRAM, how, cwd=tmp_path))
+    assert got["second_graph"] is (how == "cell")  # read from the moment, the plain step runs: no second graph
     assert got["rows_equal"] == [True, True, True, True]
     assert got["moved_read"] is True
     assert got["spaced"] == [True] * 4  # each kept view's copy buffer lies half a page from it, a moved one's too
     # on CPU asnumpy gives views (their reuse is what this covers); an install giving copies keeps none
-    assert got["kept"] in (0, 4)
+    assert got["kept"] in (0, 4 if how == "cell" else 8)
+
+
+def test_gradients_read_from_adams_moment_are_those_the_monitored_cell_returns(tmp_path):
+    """Twin runs (same seed, same batches): one samples through the moment, one through the monitored cell."""
+    got = _result(run_program(JOB_PYTHON, TWINS, cwd=tmp_path))
+    moment, cell = got["moment"]["rows"], got["cell"]["rows"]
+    assert len(moment) == len(cell) == 4
+    for a, b in zip(moment, cell):
+        for field in ("weight_norm", "grad_norm", "update_ratio"):
+            for u, v in zip(a[field], b[field]):
+                assert v > 0 and abs(u - v) <= 2e-4 * v, (field, a[field], b[field])  # 5 digits kept, float32 moment
+        assert a["nonfinite"] == b["nonfinite"] == [0.0] * 4 and a["skipped"] is b["skipped"] is False
+    assert "first moment" in got["moment"]["evidence"] and "monitored step cell" in got["cell"]["evidence"]

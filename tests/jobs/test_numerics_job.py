@@ -129,6 +129,7 @@ def test_monitor_samples_every_third_step_of_the_real_run(runs):
         assert all(v == 0 for row in e["nonfinite"] for v in row)
     check = last_check(job, "train-state")
     assert check["status"] == Evidence.PASS and check["detail"].startswith("no flag in 4 samples (every 3 steps)")
+    assert check["evidence"]["gradients_from"].startswith("Adam's first moment")  # Adam, no loss scale: no second graph
 
     # the monitored run trains like the plain one: same losses step for step as the fp32 run without it
     def losses(d):

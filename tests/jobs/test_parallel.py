@@ -66,8 +66,8 @@ def job_dir_of(proc) -> Path:
 
 def test_two_ranks_train_on_their_shards_and_end_with_identical_weights(sessions):
     # train_limit 301: 150 samples per rank, 1 dropped; batch 32 -> 4 full batches + a tail of 22.
-    # The monitor samples steps 2 and 4 on both ranks (its cell averages the gradients too: the weights
-    # would differ at the end if it applied a rank's own); rank 0 reports.
+    # The monitor samples steps 2 and 4 on both ranks (reading Adam's moment around the plain step, which
+    # averages the gradients: the weights would differ at the end if a rank applied its own); rank 0 reports.
     proc = run_cli(
         "run",
         "train",
