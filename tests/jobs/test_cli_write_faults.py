@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from tests.support.drills import sets
@@ -25,6 +26,17 @@ def fill(folder: Path) -> None:
     assert os.statvfs(str(folder)).f_bavail == 0
 
 
+def remount_read_only(root: Path, timeout_s: float = 30.0) -> None:
+    """Remount `root` read-only, again while it is busy: the ended job's supervisor may still be closing its files."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = subprocess.run(["mount", "-o", "remount,ro", str(root)], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        assert time.monotonic() < deadline, "cannot remount %s read-only: %s" % (root, done.stderr.strip())
+        time.sleep(0.1)
+
+
 def no_traceback(proc: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
 
@@ -34,7 +46,7 @@ def test_run_into_a_read_only_session_names_the_folder(run_cli, tmp_path):
         made = run_cli("run", "drill", "--sessions", root, *sets("drill.steps=1"), timeout=60)
         assert made.returncode == 0, made.stderr
         sid = next(p.name for p in root.iterdir() if SID_PATTERN.fullmatch(p.name))
-        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
+        remount_read_only(root)
         proc = run_cli("run", "drill", "--session", sid, "--sessions", root, *sets("drill.steps=1"), timeout=60)
         no_traceback(proc)
         assert proc.returncode == 1, proc.stderr
