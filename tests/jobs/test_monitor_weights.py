@@ -18,7 +18,7 @@ from tests.support.jobpython import JOB_PYTHON
 
 pytestmark = [pytest.mark.requires_mindspore, pytest.mark.slow]
 
-PROGRAM = r"""
+BUILD = r"""
 import json, sys, types
 import numpy as np
 from jobs.common import msdevice
@@ -26,14 +26,21 @@ msdevice.set_device("CPU", 0, "graph")
 import mindspore as ms
 from mindspore import Tensor, nn
 from jobs.train.monitor import Monitor, rows_from
+
+def build(seed, hidden, lr, every, from_moment):
+    ms.set_seed(seed)
+    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, hidden), nn.ReLU(), nn.Dense(hidden, 10))
+    loss_cell = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
+    opt = nn.Adam(net.trainable_params(), lr)
+    step = nn.TrainOneStepCell(loss_cell, opt)
+    step.set_train(True)
+    run = types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt)
+    return step, opt, Monitor(run, every, from_moment=from_moment)
+"""
+
+PROGRAM = r"""
 from_moment = sys.argv[1] == "moment"
-ms.set_seed(3)
-net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 16), nn.ReLU(), nn.Dense(16, 10))
-loss_cell = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
-opt = nn.Adam(net.trainable_params(), 0.01)
-step = nn.TrainOneStepCell(loss_cell, opt)
-step.set_train(True)
-mon = Monitor(types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt), 2, from_moment=from_moment)
+step, opt, mon = build(3, 16, 0.01, 2, from_moment)
 rng = np.random.default_rng(0)
 x = Tensor(rng.standard_normal((8, 1, 28, 28)).astype(np.float32)); y = Tensor(np.arange(8, dtype=np.int32))
 out = {"rows_equal": [], "moved_read": None, "kept": None, "spaced": [], "second_graph": mon.cell is not step}
@@ -74,30 +81,12 @@ print("RESULT " + json.dumps(out))
 """
 
 TWINS = r"""
-import json
-import numpy as np
-from jobs.common import msdevice
-msdevice.set_device("CPU", 0, "graph")
-import mindspore as ms
-from mindspore import Tensor, nn
-from jobs.train.monitor import Monitor
-import types
-
-def twin(from_moment):
-    ms.set_seed(7)
-    net = nn.SequentialCell(nn.Flatten(), nn.Dense(784, 32), nn.ReLU(), nn.Dense(32, 10))
-    loss_cell = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
-    opt = nn.Adam(net.trainable_params(), 0.003)
-    step = nn.TrainOneStepCell(loss_cell, opt)
-    step.set_train(True)
-    return step, Monitor(types.SimpleNamespace(train_step=step, loss_cell=loss_cell, opt=opt), 3, from_moment=from_moment)
-
 rng = np.random.default_rng(1)
 batches = [(Tensor(rng.standard_normal((16, 1, 28, 28)).astype(np.float32)), Tensor(rng.integers(0, 10, 16).astype(np.int32)))
            for _ in range(12)]
 got = {}
 for how in ("moment", "cell"):
-    step, mon = twin(how == "moment")
+    step, _, mon = build(7, 32, 0.003, 3, how == "moment")
     rows = []
     for i, (x, y) in enumerate(batches, 1):
         if mon.due(i):
@@ -117,7 +106,7 @@ def _result(proc) -> dict:
 
 @pytest.mark.parametrize("how", ["moment", "cell"])
 def test_kept_views_give_the_rows_of_fresh_copies_and_a_moved_parameter_is_read_again(tmp_path, how):
-    got = _result(run_program(JOB_PYTHON, PROGRAM, how, cwd=tmp_path))
+    got = _result(run_program(JOB_PYTHON, BUILD + PROGRAM, how, cwd=tmp_path))
     assert got["second_graph"] is (how == "cell")  # read from the moment, the plain step runs: no second graph
     assert got["rows_equal"] == [True, True, True, True]
     assert got["moved_read"] is True
@@ -128,7 +117,7 @@ def test_kept_views_give_the_rows_of_fresh_copies_and_a_moved_parameter_is_read_
 
 def test_gradients_read_from_adams_moment_are_those_the_monitored_cell_returns(tmp_path):
     """Twin runs (same seed, same batches): one samples through the moment, one through the monitored cell."""
-    got = _result(run_program(JOB_PYTHON, TWINS, cwd=tmp_path))
+    got = _result(run_program(JOB_PYTHON, BUILD + TWINS, cwd=tmp_path))
     moment, cell = got["moment"]["rows"], got["cell"]["rows"]
     assert len(moment) == len(cell) == 4
     for a, b in zip(moment, cell):
