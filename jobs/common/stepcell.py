@@ -182,16 +182,18 @@ def first_moment(train_step: Any, opt: Any) -> Optional[Tuple[list, float]]:
 
     Adam keeps m_t = beta1 m_(t-1) + (1 - beta1) g_t, so g_t = (m_t - beta1 m_(t-1)) / (1 - beta1) from the
     moment before and after a step (float32 rounding: about 1e-7 of |g|, measured). None where that does
-    not hold or is not wanted: another optimizer, weight decay, a gradient scale or centralisation, grouped
-    parameters, lazy/offloaded/AMSGrad updates, or a loss scale (a step it skips leaves the moment
-    unchanged, and its overflowing gradients are what the monitored cell shows).
+    not hold or is not wanted: another optimizer, a float16 moment (train.precision=fp16), weight decay,
+    a gradient scale or centralisation, grouped parameters, lazy/offloaded/AMSGrad updates, or a loss
+    scale (a step it skips leaves the moment unchanged; its overflowing gradients are what the cell shows).
     """
+    import mindspore as ms
     from mindspore import nn
 
     if getattr(train_step, "loss_scaling_manager", None) is not None or type(opt) is not nn.Adam:
         return None
     plain = (
-        not opt.is_group
+        all(m.dtype == ms.float32 for m in opt.moment1)  # a float16 moment's rounding would swamp the difference
+        and not opt.is_group
         and not getattr(opt, "is_group_lr", False)
         and not getattr(opt, "dynamic_weight_decay", False)
         and _number(opt.weight_decay) == 0.0
