@@ -23,10 +23,10 @@ cell arm (the strict measure): one child process builds the train job's own step
   sampled step first, with its copies made and its rows fetched, folded and queued as the job does,
   then N-1 plain steps, so what the sample leaves on the next plain step lands in the monitored
   block too), the order inside each pair random (seeded). `--gradients cell` reads the gradients
-  through the monitored step cell (its second graph) even where the job reads Adam's moment. Two robust estimates of the ratio, each with a
-  95 % bootstrap interval over the pairs (resampled with replacement): position medians (the sum
-  over the block's step positions of each position's median time, monitored over baseline) and the
-  paired ratio (the median of the pairs' block-time ratios).
+  through the monitored step cell (its second graph) even where the job reads Adam's moment. Two
+  robust estimates of the ratio, each with a 95 % bootstrap interval over the pairs (resampled with
+  replacement): position medians (the sum over the block's step positions of each position's median
+  time, monitored over baseline) and the paired ratio (the median of the pairs' block-time ratios).
 
 Verdicts: "met" when the interval(s) lie at or under the goal, "not met" when they lie above it,
 "not settled" otherwise (more pairs needed). The load average before and after each arm is

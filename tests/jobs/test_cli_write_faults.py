@@ -5,11 +5,11 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from tests.support.drills import sets
 from tests.support.mounts import tmpfs
+from tests.support.waiting import wait_for
 from workbench.session.refs import SID_PATTERN
 
 
@@ -26,15 +26,18 @@ def fill(folder: Path) -> None:
     assert os.statvfs(str(folder)).f_bavail == 0
 
 
-def remount_read_only(root: Path, timeout_s: float = 30.0) -> None:
-    """Remount `root` read-only, again while it is busy: the ended job's supervisor may still be closing its files."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        done = subprocess.run(["mount", "-o", "remount,ro", str(root)], capture_output=True, text=True)
-        if done.returncode == 0:
-            return
-        assert time.monotonic() < deadline, "cannot remount %s read-only: %s" % (root, done.stderr.strip())
-        time.sleep(0.1)
+def remount_read_only(root: Path) -> None:
+    """Remount `root` read-only once it is not busy (the ended job's supervisor may still be closing its files)."""
+    last: list = []
+
+    def remounted() -> bool:
+        last[:] = [subprocess.run(["mount", "-o", "remount,ro", str(root)], capture_output=True, text=True)]
+        return last[0].returncode == 0
+
+    try:
+        wait_for(remounted, 30, poll_s=0.1, what="%s to remount read-only" % root)
+    except AssertionError as exc:
+        raise AssertionError("%s: %s" % (exc, last[0].stderr.strip())) from None
 
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:

@@ -34,3 +34,12 @@ def test_copy_buffers_lie_half_a_page_from_their_source():
             buf = spaced_like(shape, source)
             assert buf.shape == shape and buf.dtype == np.float32 and buf.flags.writeable
             assert (buf.ctypes.data - source) % PAGE == PAGE // 2
+
+
+def test_grad_scale_multiplies_the_gradient_norm_only():
+    """The monitor passes m_t - b1 m_(t-1) with grad_scale 1 / (1 - b1): only the gradient norm is scaled."""
+    g = np.array([3.0, 4.0], np.float32)
+    plain = rows_from([np.zeros(2, np.float32)], [np.ones(2, np.float32)], [g])
+    scaled = rows_from([np.zeros(2, np.float32)], [np.ones(2, np.float32)], [g], 10.0)
+    assert plain["grad_norm"] == [5.0] and scaled["grad_norm"] == [50.0]
+    assert {k: v for k, v in scaled.items() if k != "grad_norm"} == {k: v for k, v in plain.items() if k != "grad_norm"}
