@@ -22,6 +22,7 @@ from screens.widgets.words import clip_words
 from workbench.acceptance.about import about_session
 from workbench.acceptance.verdict import evaluate
 from workbench.config.layers import defaults
+from workbench.system.regular import NotRegular, open_regular
 from workbench.views.session import SessionView
 
 STDERR_TAIL_BYTES = 4096
@@ -48,12 +49,14 @@ def _dur(value: Optional[float]) -> str:
 
 
 def stderr_tail(path: str, max_bytes: int = STDERR_TAIL_BYTES) -> str:
-    """The last lines of a job's stderr.log."""
+    """The last lines of a job's stderr.log, at most `max_bytes` read; what it is when it is no regular file."""
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or /dev/zero in its place is never read (no block, no endless read)
+            size = os.fstat(fh.fileno()).st_size
             fh.seek(max(0, size - max_bytes))
-            data = fh.read()
+            data = fh.read(max_bytes)
+    except NotRegular as exc:
+        return "(%s)" % exc
     except OSError:
         return ""
     text = data.decode("utf-8", "replace")

@@ -14,9 +14,12 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from workbench.system.regular import open_regular
+
 RESERVE_NAME = ".exit.reserve"
 RESERVE_BYTES = 64 * 1024  # exit.json is under 2 KB; a temp copy and a directory block fit many times
 FULL_BELOW_BYTES = 256 * 1024  # free space under this, after a bad end, means the disk was full
+ENOSPC_TAIL_BYTES = 65536  # the end of stderr.log searched for the file a full disk refused
 _ENOSPC_PATH = re.compile(r"(?:No space left on device|ENOSPC|Errno 28)[^\n]*?['\"]([^'\"\n]+)['\"]")
 _OUR_FILES = {RESERVE_NAME, "exit.json", "pids.json", "supervisor.log", "job.json"}
 
@@ -60,10 +63,10 @@ def free_bytes(path: Path) -> int:
 def _enospc_in_log(job_dir: Path) -> Optional[str]:
     """The file named by the last 'No space left on device' in the job's stderr.log tail, if any."""
     try:
-        with open(Path(job_dir) / "stderr.log", "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 65536))
-            tail = fh.read().decode("utf-8", "replace")
-    except OSError:
+        with open_regular(Path(job_dir) / "stderr.log") as fh:  # never a FIFO or /dev/zero: no block, no endless read
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - ENOSPC_TAIL_BYTES))
+            tail = fh.read(ENOSPC_TAIL_BYTES).decode("utf-8", "replace")
+    except OSError:  # NotRegular too
         return None
     found = _ENOSPC_PATH.findall(tail)
     return found[-1] if found else None
