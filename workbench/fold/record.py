@@ -28,7 +28,7 @@ from workbench.events.steps import as_step, step_rows
 from workbench.fold.eta import EpochMarks
 from workbench.fold.series import RANK_WINDOW, RankSteps, StepSeries, number
 from workbench.fold.steptable import COLUMNS as STEP_COLUMNS  # noqa: F401  (STEP_COLUMNS: the record's name)
-from workbench.fold.steptable import StepTable, line_number_texts
+from workbench.fold.steptable import StepTable
 from workbench.fold.thinning import ThinnedHistory
 from workbench.system.atomic import read_json
 
@@ -302,11 +302,8 @@ class JobRecord:
         self.type_counts["steps"] += 1
         if g("synthetic") is True:
             self.synthetic = True
-        texts: Optional[Tuple[List[str], List[str]]] = None
-        table = self.step_table
-        if text is not None and table is not None and table.spool is not None:  # the CSV's cells as written
-            texts = line_number_texts(text, start, end, losses, times)
-        self._fold_floats(ev, rank, losses, times, size, phase, texts)
+        # the line as written: the CSV's cells are its numbers' text
+        self._fold_floats(ev, rank, losses, times, size, phase, (text, start, end) if text is not None else None)
         return True
 
     def _bulk_steps(self, ev: Dict[str, Any]) -> bool:
@@ -340,13 +337,13 @@ class JobRecord:
         times: List[float],
         size: Any,
         phase: str,
-        texts: Optional[Tuple[List[str], List[str]]] = None,
+        span: Optional[Tuple[str, int, int]] = None,
     ) -> None:
         """Fold a main-rank batched line's steps at once (their losses and times all floats, one size and phase)."""
         n = len(losses)
         self.steps_seen += n
         if self.step_table is not None:
-            self.step_table.add_floats(rank, ev.get("epoch"), ev["first_step"], losses, times, size, phase, texts)
+            self.step_table.add_floats(rank, ev.get("epoch"), ev["first_step"], losses, times, size, phase, span)
         if rank is not None:
             steps = self.rank_steps.get(rank)
             if steps is None:

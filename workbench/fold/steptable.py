@@ -3,15 +3,20 @@
 A long run has millions of steps; the record shows curves (a few thousand points are more than a
 figure's pixels) and the CSV holds every step. So the table keeps every `every`-th row (doubling
 `every` whenever it is full, the first row always kept), and, when asked, every row goes to a
-temporary CSV spool on disk as it is read. Memory stays flat in the number of steps.
+temporary CSV spool on disk as it is read (the export hands the batched lines' rows to a second process
+that formats them from the lines' text: workbench.fold.spoolproc). Memory stays flat in the number of steps.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import shutil
 import tempfile
 from collections import Counter
-from typing import IO, Any, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+
+from workbench.events.files import SCAN_OBJECT
 
 COLUMNS = ("rank", "epoch", "step", "loss", "step_ms", "batch_size", "phase")
 MAX_ROWS = 4000
@@ -61,20 +66,27 @@ def line_number_texts(
     Only for a plain line (no backslash, no nested object) where each key occurs once, its numbers all finite;
     None for any other line, which keeps the repr path.
     """
+    return _number_texts(text, start, end, len(losses), losses[0], losses[-1], times[0], times[-1])
+
+
+def _number_texts(
+    text: str, start: int, end: int, n: int, loss0: float, loss1: float, ms0: float, ms1: float
+) -> Optional[Tuple[List[str], List[str]]]:
+    """line_number_texts given the lists' length and end values (what the spool process is sent)."""
     # No backslash: every quote in the line delimits a string, so a `"key"` followed by ":" is that key spelled
     # as is. No "{" after the first character: no nested object, so it is the top-level object's key, and the
     # only one (a second would be a second `"key"`).
     if text.find("\\", start, end) >= 0 or text.find("{", start + 1, end) >= 0:
         return None
-    loss_text = _list_text(text, start, end, "loss", losses)
+    loss_text = _list_text(text, start, end, "loss", n, loss0, loss1)
     if loss_text is None:
         return None
-    ms_text = _list_text(text, start, end, "step_ms", times)
+    ms_text = _list_text(text, start, end, "step_ms", n, ms0, ms1)
     return None if ms_text is None else (loss_text, ms_text)
 
 
-def _list_text(text: str, start: int, end: int, key: str, values: List[float]) -> Optional[List[str]]:
-    """The list under `key` as written, in a line known plain (no backslash, no nested object)."""
+def _list_text(text: str, start: int, end: int, key: str, n: int, first: float, last: float) -> Optional[List[str]]:
+    """The list under `key` as written (n numbers, from `first` to `last`), in a line known plain."""
     quoted = '"%s"' % key
     at = text.find(quoted, start, end)
     if at < 0 or text.find(quoted, at + 1, end) >= 0:
@@ -100,17 +112,28 @@ def _list_text(text: str, start: int, end: int, key: str, values: List[float]) -
     if "N" in inner or "I" in inner:  # NaN, Infinity: csv writes float's nan and inf, as the per-step path does
         return None
     tokens = inner.split(",")
-    if len(tokens) != len(values):
+    if len(tokens) != n:
         return None
     if " " in inner or "\t" in inner or "\r" in inner or "\n" in inner:
         tokens = [t.strip(_JSON_BLANK) for t in tokens]
-    # Its list's text is what json decoded into `values`, with float() of each number: the same doubles bit for
+    # Its list's text is what json decoded into the values, with float() of each number: the same doubles bit for
     # bit (the ends are checked as well).
     try:
-        same = _same_double(float(tokens[0]), values[0]) and _same_double(float(tokens[-1]), values[-1])
+        same = _same_double(float(tokens[0]), first) and _same_double(float(tokens[-1]), last)
     except ValueError:  # not a list of numbers after all
         return None
     return tokens if same else None
+
+
+def span_rows(item: tuple) -> str:
+    """The CSV rows of one batched line sent as a span (StepTable.add_floats): its numbers' text as written, or
+    their repr where the line is not plain (decoded again from its text, the same scan that folded it)."""
+    text, start, end, first, n, parts, loss0, loss1, ms0, ms1 = item
+    texts = _number_texts(text, start, end, n, loss0, loss1, ms0, ms1)
+    if texts is None:
+        ev = SCAN_OBJECT(text, start)[0]
+        texts = (list(map(repr, ev["loss"])), list(map(repr, ev["step_ms"])))
+    return _rows_text(parts, first, texts[0], texts[1])
 
 
 def _same_double(a: float, b: float) -> bool:
@@ -121,7 +144,13 @@ def _same_double(a: float, b: float) -> bool:
 class StepTable:
     """Steps of one job as read: thinned columns (plus `x`, the main rank's step number), counts, the CSV spool."""
 
-    def __init__(self, max_rows: Optional[int] = MAX_ROWS, spool: bool = False, jid: str = ""):
+    def __init__(
+        self,
+        max_rows: Optional[int] = MAX_ROWS,
+        spool: bool = False,
+        jid: str = "",
+        spool_process: Optional[Callable[[], Any]] = None,
+    ):
         self.max_rows = max_rows
         self.columns: Dict[str, List[Any]] = {c: [] for c in COLUMNS + ("x",)}
         self.every = 1  # one kept row per `every` steps read
@@ -137,10 +166,16 @@ class StepTable:
         self.spool: Optional[IO[str]] = spool_file
         self._writer = csv.writer(spool_file, lineterminator="\n") if spool_file is not None else None
         self._rows: Optional[List[tuple]] = [] if spool else None  # rows not yet written to the spool
-        self._text: List[str] = []  # rows already formatted (after those in _rows were), not yet written
+        # rows already formatted (after those in _rows were), or spans for the spool process, not yet written
+        self._text: List[Any] = []
         self._text_chars = 0
         self._format_of: Any = None  # the cells _parts were made for
         self._parts: Optional[Tuple[str, str, str]] = None
+        # spool_process() starts a process that formats the batched lines' rows from their text (spoolproc): made
+        # at the first such line; from then on every row goes to it, in order, and its file follows the spool's
+        self._start_process = spool_process if spool else None
+        self._process: Any = None
+        self._block: Optional[str] = None  # the text the spans queued in _text lie in
 
     def add(self, step: Dict[str, Any]) -> None:
         """Take one step (an expanded `step` event)."""
@@ -198,13 +233,14 @@ class StepTable:
         times: List[float],
         size: Any,
         phase: Any,
-        texts: Optional[Tuple[List[str], List[str]]] = None,
+        span: Optional[Tuple[str, int, int]] = None,
     ) -> None:
         """Take a main-rank batched line's steps at once: every loss and step time a float, size and phase one value.
 
-        `texts`: the losses and step times as the line wrote them (line_number_texts), the CSV's cells then.
-        The same table, counts and spool rows as add_row called for each step in turn (property test), the
-        loss and step time cells given as written: the same numbers bit for bit, the same text for json.dumps.
+        `span`: (text, start, end), the line as written (one JSON object, what the fold scanned); its losses and
+        step times as written are the CSV's cells then (line_number_texts). The same table, counts and spool rows
+        as add_row called for each step in turn (property test), the loss and step time cells given as written:
+        the same numbers bit for bit, the same text for json.dumps.
         """
         n = len(losses)
         if not n:
@@ -240,15 +276,26 @@ class StepTable:
             else:
                 if self._rows:
                     self._format_rows()
-                # the numbers' text costs a split where repr (what csv writes for a float, and "%r") costs a
-                # shortest round-trip conversion per float
-                if texts is None:
-                    texts = (list(map(repr, losses)), list(map(repr, times)))
-                text = _rows_text(self._parts, first, texts[0], texts[1])
-                self._text.append(text)
-                self._text_chars += len(text)
-                if self._text_chars >= SPOOL_CHARS:
-                    self._flush()
+                if span is not None and self._process is None and self._start_process is not None:
+                    self._process_start()
+                if span is not None and self._process is not None:  # formatted there, from the line's text
+                    if span[0] is not self._block:
+                        self._write_text()  # one block of text per message
+                        self._block = span[0]
+                    self._text.append(
+                        (*span, first, n, self._parts, losses[0], losses[-1], times[0], times[-1])  # span_rows
+                    )
+                else:
+                    # the numbers' text costs a split where repr (what csv writes for a float, and "%r") costs a
+                    # shortest round-trip conversion per float
+                    texts = line_number_texts(*span, losses, times) if span is not None else None
+                    if texts is None:
+                        texts = (list(map(repr, losses)), list(map(repr, times)))
+                    text = _rows_text(self._parts, first, texts[0], texts[1])
+                    self._text.append(text)
+                    self._text_chars += len(text)
+                    if self._text_chars >= SPOOL_CHARS:
+                        self._flush()
         columns, count = self.columns, self.count
         i = (-count) % self.every
         while i < n:
@@ -282,13 +329,30 @@ class StepTable:
         ):
             self._text.append(text)
             self._text_chars += len(text)
+        elif self._process is not None:  # the process writes what it is sent, in order
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows(rows)
+            self._text.append(buf.getvalue())
         else:
             self._write_text()
             writer.writerows(rows)
         rows.clear()
 
+    def _process_start(self) -> None:
+        """Start the spool process (what is formatted so far goes to the spool first); stay in this one if it fails."""
+        self._flush()
+        try:
+            self._process = self._start_process() if self._start_process is not None else None
+        except OSError:  # no process to be had (a full process table, no interpreter): formatted here, the same rows
+            self._process = None
+        self._start_process = None
+
     def _write_text(self) -> None:
-        if self._text and self.spool is not None:
+        if self._text and self._process is not None:
+            self._process.send(self._text)
+            self._text = []
+            self._block = None
+        elif self._text and self.spool is not None:
             self.spool.write("".join(self._text))
         self._text.clear()
         self._text_chars = 0
@@ -307,20 +371,38 @@ class StepTable:
         return out
 
     def copy_rows(self, out: IO[str]) -> None:
-        """Write the spooled CSV rows (every step, without a header) to `out`, then drop the spool."""
+        """Write the spooled CSV rows (every step, without a header) to `out`, then drop the spool.
+
+        Raises OSError when the spool process failed (its rows would be missing: no steps.csv is written short)."""
         if self.spool is None:
             return
         self._flush()
-        self.spool.seek(0)
-        while True:
-            block = self.spool.read(1 << 20)
-            if not block:
-                break
-            out.write(block)
+        written = self._process.finish() if self._process is not None else None  # the path of its rows
+        self.spool.flush()
+        sources: List[IO[bytes]] = [self.spool.buffer]  # type: ignore[attr-defined]  # a text file: its bytes
+        if written is not None:
+            sources.append(open(written, "rb"))
+        try:
+            target = getattr(out, "buffer", None)
+            out.flush()
+            for raw in sources:
+                raw.seek(0)
+                if target is not None:
+                    shutil.copyfileobj(raw, target, 1 << 20)
+                else:  # an in-memory `out` holds every row anyway
+                    out.write(raw.read().decode("utf-8"))
+            if target is not None:
+                target.flush()
+        finally:
+            for raw in sources[1:]:
+                raw.close()
         self.close()
 
     def close(self) -> None:
-        """Remove the spool file."""
+        """Remove the spool file (and stop the spool process, removing its file)."""
+        if self._process is not None:
+            self._process.close()
+            self._process = None
         if self.spool is not None:
             self.spool.close()
             self.spool, self._writer, self._rows = None, None, None

@@ -19,6 +19,7 @@ from workbench.config.layers import load
 from workbench.data.fashion import CLASS_NAMES
 from workbench.events.protocol import Evidence
 from workbench.fold.record import JobRecord, SessionModel
+from workbench.fold.spoolproc import SpoolProcess
 from workbench.fold.steptable import StepTable
 from workbench.fold.stream import event_files, fold_file, fold_job
 from workbench.masking.envvars import record_env
@@ -76,7 +77,8 @@ class JobReader:
         self.jid = job_dir.name
         self.prefix = "jobs/%s/" % self.jid
         self.scrub = scrub
-        self.table = StepTable(spool=spool_steps, jid=self.jid)  # every step to the CSV spool, a thinned table kept
+        # every step to the CSV spool (a long run's batched lines formatted by a second process), a thinned table kept
+        self.table = StepTable(spool=spool_steps, jid=self.jid, spool_process=SpoolProcess)
         self.fold: Optional[JobRecord] = None  # after read(): the job's fold, also what the acceptance evaluation reads
 
     def _read(self, name: str) -> Optional[bytes]:
