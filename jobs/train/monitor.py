@@ -40,12 +40,19 @@ def rows_from(
     passed unscaled). A float32 array of `before` is overwritten with the update (the monitor's own
     buffers: no allocation).
     """
+    flat = [[_flat32(v) for v in arrays] for arrays in (before, after, grads)]
+    return _rows_flat(flat[0], flat[1], flat[2], grad_scale)
+
+
+def _rows_flat(
+    before: List[np.ndarray], after: List[np.ndarray], grads: List[np.ndarray], grad_scale: float
+) -> Dict[str, Any]:
+    """rows_from of flat float32 arrays (what Held keeps: no conversion, no reshape per sample)."""
     w, g, ratio, share = [], [], [], []
-    dot, sqrt, isfinite = np.dot, math.sqrt, math.isfinite
-    for b, a, gr in zip(before, after, grads):
-        # float32 views (no copy for the float32 arrays asnumpy gives); np.dot is BLAS's sdot, no squared temporary
-        a32, b32, g32 = _flat32(a), _flat32(b), _flat32(gr)
-        d32 = np.subtract(a32, b32, out=b32) if b32.flags.writeable else a32 - b32
+    dot, sqrt, isfinite, subtract = np.dot, math.sqrt, math.isfinite, np.subtract
+    for b32, a32, g32 in zip(before, after, grads):
+        # np.dot is BLAS's sdot, no squared temporary
+        d32 = subtract(a32, b32, out=b32) if b32.flags.writeable else a32 - b32
         wn, dn = sqrt(float(dot(a32, a32))), sqrt(float(dot(d32, d32)))
         gsq = float(dot(g32, g32))
         if not isfinite(gsq):  # past float32's range, or a NaN/Inf under it: again in float64
@@ -58,7 +65,14 @@ def rows_from(
         g.append(sqrt(gsq) * grad_scale if finite else float("inf"))
         ratio.append(dn / wn if wn > 0 else (float("inf") if dn > 0 else 0.0))
         share.append(bad / float(g32.size) if g32.size else 0.0)
-    return {"weight_norm": _short(w), "grad_norm": _short(g), "update_ratio": _short(ratio), "nonfinite": _short(share)}
+    n = len(w)
+    short = _short(w + g + ratio + share)
+    return {
+        "weight_norm": short[:n],
+        "grad_norm": short[n : 2 * n],
+        "update_ratio": short[2 * n : 3 * n],
+        "nonfinite": short[3 * n :],
+    }
 
 
 def _flat32(v: Any) -> np.ndarray:
@@ -82,8 +96,8 @@ def spaced_like(shape: Any, source: int) -> np.ndarray:
 
 
 def _short(values: List[float]) -> List[float]:
-    """Five significant digits (the event stays small; a flag rule never hinges on the sixth)."""
-    return [float("%.5g" % v) for v in values]
+    """Five significant digits (the event stays small; a flag rule never hinges on the sixth): float("%.5g" % v)."""
+    return list(map(float, (("%.5g " * len(values)) % tuple(values)).split()))
 
 
 class Held:
@@ -92,25 +106,41 @@ class Held:
     On CPU `asnumpy` gives a view of the parameter's own memory, which the step updates in place; such a
     view is kept while the parameter's address (`data_ptr`, about a tenth of `asnumpy`'s cost) is
     unchanged, and taken again when it moved (a resume's load), with a new buffer spaced from it
-    (spaced_like); a copy, or a Tensor without `data_ptr`, is read again each time.
+    (spaced_like); a copy, or a Tensor without `data_ptr`, is read again each time. `flat_now` and
+    `flat_before` are the same arrays as flat views (what the rows are computed from).
     """
 
     def __init__(self, params: List[Any]):
         self.params = list(params)
         self.before = [np.empty(p.shape, dtype=np.float32) for p in self.params]  # reused: no allocation per sample
         self.views: List[Any] = [None] * len(self.params)  # each parameter's asnumpy view, with its address
+        self.flat_before = [b.reshape(-1) for b in self.before]
+        self._ptrs: Optional[List[int]] = None  # every parameter's address, when every view is kept
+        self._now: List[Any] = []
+        self._flat_now: List[np.ndarray] = []
 
     def keep(self, factor: float = 1.0) -> None:
         """Copy each value (times `factor`) into its buffer."""
-        scale = np.float32(factor)
-        for buf, view in zip(self.before, self.now()):
-            if factor == 1.0:
+        views = self.now()
+        if factor == 1.0:
+            for buf, view in zip(self.before, views):
                 np.copyto(buf, view)
-            else:
+        else:
+            scale = np.float32(factor)
+            for buf, view in zip(self.before, views):
                 np.multiply(view, scale, out=buf)
+
+    def flat_now(self) -> List[np.ndarray]:
+        """now(), each a flat float32 array."""
+        views = self.now()
+        if len(self._flat_now) != len(views):  # emptied whenever now() read the parameters again
+            self._flat_now = [_flat32(v) for v in views]
+        return self._flat_now
 
     def now(self) -> List[Any]:
         """The parameters' values, read after the last step's output was (the loop reads its loss)."""
+        if self._ptrs is not None and [p.data_ptr() for p in self.params] == self._ptrs:
+            return self._now  # no parameter moved: the kept views (one address check each)
         out = []
         for i, p in enumerate(self.params):
             kept = self.views[i]
@@ -123,7 +153,11 @@ class Held:
             self.views[i] = (ptr, view) if ptr is not None and view.ctypes.data == ptr else None
             if self.views[i] is not None:
                 self.before[i] = spaced_like(p.shape, view.ctypes.data)  # its copy's buffer, half a page away
+                self.flat_before[i] = self.before[i].reshape(-1)
             out.append(view)
+        kept_all = all(v is not None for v in self.views)
+        self._ptrs = [v[0] for v in self.views] if kept_all else None
+        self._now, self._flat_now = out, []
         return out
 
 
@@ -184,12 +218,15 @@ class Monitor:
 
     def fetch(self) -> Dict[str, Any]:
         """The sampled step's rows from the weights before and after it and its gradients; `skipped` too."""
+        weights = self.weights
         if self.moment is not None:
             # m_t - beta1 m_(t-1), in the buffer that held beta1 m_(t-1); the 1 / (1 - beta1) goes into the norm
-            grads = [np.subtract(m, kept, out=kept) for m, kept in zip(self.moment.now(), self.moment.before)]
-            rows = rows_from(self.weights.before, self.weights.now(), grads, 1.0 / (1.0 - self.beta1))
+            held = self.moment
+            grads = [np.subtract(m, kept, out=kept) for m, kept in zip(held.flat_now(), held.flat_before)]
+            rows = _rows_flat(weights.flat_before, weights.flat_now(), grads, 1.0 / (1.0 - self.beta1))
         else:
-            rows = rows_from(self.weights.before, self.weights.now(), [g.asnumpy() for g in self.grads])
+            grads = [_flat32(g.asnumpy()) for g in self.grads]
+            rows = _rows_flat(weights.flat_before, weights.flat_now(), grads, 1.0)
         rows["skipped"] = self.overflow is not None and bool(self.overflow.asnumpy())
         return rows
 
@@ -200,10 +237,11 @@ class Monitor:
         self.pending["skipped"].append(bool(rows.get("skipped")))
         for field in trainstate.FIELDS:
             self.pending[field].append(rows[field])
+        columns = zip(*[rows[field] for field in trainstate.FIELDS])  # each parameter's values, in FIELDS' order
         sample = {
             "global_step": global_step,
             "epoch": epoch,
-            "rows": {n: {f: rows[f][i] for f in trainstate.FIELDS} for i, n in enumerate(self.names)},
+            "rows": {n: dict(zip(trainstate.FIELDS, values)) for n, values in zip(self.names, columns)},
             "skipped": bool(rows.get("skipped")),
         }
         raised = self.state.add(sample)

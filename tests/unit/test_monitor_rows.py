@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
+from jobs.train import monitor
 from jobs.train.monitor import PAGE, nonfinite_grads, rows_from, spaced_like
 
 
@@ -43,3 +46,10 @@ def test_grad_scale_multiplies_the_gradient_norm_only():
     scaled = rows_from([np.zeros(2, np.float32)], [np.ones(2, np.float32)], [g], 10.0)
     assert plain["grad_norm"] == [5.0] and scaled["grad_norm"] == [50.0]
     assert {k: v for k, v in scaled.items() if k != "grad_norm"} == {k: v for k, v in plain.items() if k != "grad_norm"}
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40))
+def test_five_digits_of_every_value_at_once_are_those_of_each_alone(values):
+    """_short formats all the rows' values in one go: the same numbers as float("%.5g" % v) one by one."""
+    got, want = monitor._short(values), [float("%.5g" % v) for v in values]
+    assert [repr(v) for v in got] == [repr(v) for v in want]

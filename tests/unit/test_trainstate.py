@@ -7,12 +7,16 @@ mlp on 2000 synthetic images, SGD momentum 0.9 at train.lr=1.0 (raised from 0.00
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis.strategies import floats as st_floats
 from hypothesis.strategies import lists as st_lists
+from hypothesis.strategies import none as st_none
+from hypothesis.strategies import sampled_from as st_sampled_from
+from hypothesis.strategies import tuples as st_tuples
 
 from workbench.analysis import trainstate
 from workbench.events.protocol import read_all, validate
@@ -146,3 +150,41 @@ def test_running_median_equals_the_median_of_the_kept_history(grads):
         kept = sorted(st.grad_history["1.weight"])
         assert st.grad_sorted["1.weight"] == kept
         assert trainstate._median(st.grad_sorted["1.weight"]) == statistics.median(kept)
+
+
+def _rules_as_stated(rows):
+    """The flags of a sequence of (grad, ratio, nonfinite) rows of one parameter, each rule read off RULES: the
+    first step at which each holds (a plain reading to hold TrainState's one-test shortcut for no flag to)."""
+    first, history, stall = {}, [], 0
+    for step, (grad, ratio, nonfinite) in enumerate(rows, 1):
+        held = []
+        if (nonfinite is not None and nonfinite > 0) or (grad is not None and not math.isfinite(grad)):
+            held.append("non-finite")
+        if grad is not None and math.isfinite(grad):
+            if len(history) >= trainstate.EXPLODE_MIN_SAMPLES and grad > trainstate.EXPLODE_K * statistics.median(
+                history[-trainstate.HISTORY :]
+            ):
+                held.append("exploding")
+            if grad < trainstate.VANISH_FLOOR:
+                held.append("vanishing")
+            history.append(grad)
+        stall = stall + 1 if ratio is not None and math.isfinite(ratio) and ratio < trainstate.STALL_RATIO else 0
+        if stall >= trainstate.STALL_SAMPLES:
+            held.append("stalled")
+        for flag in held:
+            first.setdefault(flag, step)
+    return first
+
+
+values = st_floats(allow_nan=True, allow_infinity=True) | st_sampled_from([0.0, 1e-8, 1e-7, 1.0, 50.0, float("nan")])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st_lists(st_tuples(values | st_none(), values | st_none(), st_sampled_from([0.0, 0.5, None])), max_size=60))
+def test_the_flags_are_the_rules_as_stated(rows):
+    """Whatever the rows (NaN, inf, None, tiny, huge), each flag is raised at the first step its rule holds."""
+    st = trainstate.TrainState()
+    for step, (grad, ratio, nonfinite) in enumerate(rows, 1):
+        row = {"weight_norm": 1.0, "grad_norm": grad, "update_ratio": ratio, "nonfinite": nonfinite}
+        st.add({"global_step": step, "epoch": 1, "rows": {"w": row}})
+    assert {f["flag"]: f["global_step"] for f in st.flags} == _rules_as_stated(rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
-from typing import Any, Deque, Dict, Iterator, List, Optional
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence
 
 EXPLODE_K = 10.0  # gradient norm above EXPLODE_K x the median of its earlier samples
 EXPLODE_MIN_SAMPLES = 5  # earlier samples needed before the explode rule speaks
@@ -27,6 +27,7 @@ RULES = {
 }
 FLAG_ORDER = ("non-finite", "exploding", "vanishing", "stalled")
 FIELDS = ("weight_norm", "grad_norm", "update_ratio", "nonfinite")
+_INF = float("inf")
 RATIO_RULE = "update ratio = |w_after - w_before| / |w_after| of one step (L2 norms over the parameter)"
 
 
@@ -151,12 +152,23 @@ class TrainState:
         history.append(grad)
         bisect.insort(ordered, grad)
 
-    def _flags_of(self, name: str, row: Dict[str, Optional[float]]) -> List[tuple]:
-        out = []
+    def _flags_of(self, name: str, row: Dict[str, Optional[float]]) -> Sequence[tuple]:
         grad, ratio, nonfinite = row.get("grad_norm"), row.get("update_ratio"), row.get("nonfinite")
+        history = self.grad_history[name]
+        # the commonest row, no rule holding, told at once (NaN fails every comparison: the rules below then)
+        if (
+            nonfinite == 0
+            and grad is not None
+            and VANISH_FLOOR <= grad < _INF
+            and ratio is not None
+            and STALL_RATIO <= ratio < _INF
+            and (len(history) < EXPLODE_MIN_SAMPLES or grad <= EXPLODE_K * _median(self.grad_sorted[name]))
+        ):
+            self.stall_run[name] = 0
+            return ()
+        out = []
         if (nonfinite is not None and nonfinite > 0) or (grad is not None and not math.isfinite(grad)):
             out.append(("non-finite", nonfinite))
-        history = self.grad_history[name]
         if grad is not None and math.isfinite(grad):
             if len(history) >= EXPLODE_MIN_SAMPLES and grad > EXPLODE_K * _median(self.grad_sorted[name]):
                 out.append(("exploding", grad))
