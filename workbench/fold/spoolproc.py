@@ -60,19 +60,20 @@ class SpoolProcess:
     """The parent's side: send() queues items (a thread writes them to the pipe), finish() returns the rows' file."""
 
     def __init__(self) -> None:
-        fd, path = tempfile.mkstemp(prefix="ms-workbench-steps-", suffix=".csv")
-        os.close(fd)
-        self.path = path
+        # a file with no name (gone with both processes, whatever ends them), written through the descriptor handed on
+        self.rows: IO[bytes] = tempfile.TemporaryFile(prefix="ms-workbench-steps-", suffix=".csv")
+        fd = self.rows.fileno()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "workbench.fold.spoolproc", path],
+                [sys.executable, "-m", "workbench.fold.spoolproc", str(fd)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=_env(),
+                pass_fds=(fd,),
             )
         except OSError:
-            os.unlink(path)
+            self.rows.close()
             raise
         self.sent = 0
         self.error: Optional[OSError] = None
@@ -104,8 +105,8 @@ class SpoolProcess:
         except OSError as exc:
             self.error = self.error or exc
 
-    def finish(self) -> str:
-        """Wait for the process; the path of its rows. OSError when it failed or its file is not what it wrote."""
+    def finish(self) -> IO[bytes]:
+        """Wait for the process; its rows' file, at its start. OSError when it failed or the file is not what it wrote."""
         self.queue.put(None)
         self.writer.join()
         self.proc.stdin = None  # closed by the thread: communicate() only reads
@@ -116,7 +117,7 @@ class SpoolProcess:
             self.proc.communicate()
             raise OSError("the steps.csv spool process did not finish within %.0f s" % FINISH_TIMEOUT_S)
         status = parse_status(out)
-        size = os.path.getsize(self.path) if os.path.exists(self.path) else -1
+        size = os.fstat(self.rows.fileno()).st_size
         if self.proc.returncode != 0 or status is None or status["messages"] != self.sent or status["bytes"] != size:
             tail = (err.decode("utf-8", "replace").strip().splitlines() or ["no error output"])[-1]
             raise OSError(
@@ -129,10 +130,11 @@ class SpoolProcess:
                     tail[:300],
                 )
             )
-        return self.path
+        self.rows.seek(0)
+        return self.rows
 
     def close(self) -> None:
-        """Stop the process if it still runs and remove its file."""
+        """Stop the process if it still runs and drop its file."""
         if self.proc.poll() is None:
             self.proc.kill()  # a write blocked on its pipe fails now, and the thread drops what is queued
         if self.writer.is_alive():
@@ -140,10 +142,7 @@ class SpoolProcess:
             self.writer.join()
         self.proc.stdin = None
         self.proc.communicate()
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        self.rows.close()
 
 
 def _read_exact(stream: IO[bytes], n: int) -> bytes:
@@ -158,10 +157,10 @@ def _read_exact(stream: IO[bytes], n: int) -> bytes:
 
 
 def main(argv: List[str]) -> int:
-    """Format the messages on stdin into the file argv[1]; print the status line."""
+    """Format the messages on stdin into the file of descriptor argv[1] (from its start); print the status line."""
     stdin = sys.stdin.buffer
     messages = 0
-    with open(argv[1], "w", encoding="utf-8", newline="") as out:
+    with open(int(argv[1]), "w", encoding="utf-8", newline="") as out:
         while True:
             head = _read_exact(stdin, HEAD)
             if not head:

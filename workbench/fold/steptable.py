@@ -377,25 +377,21 @@ class StepTable:
         if self.spool is None:
             return
         self._flush()
-        written = self._process.finish() if self._process is not None else None  # the path of its rows
+        written = self._process.finish() if self._process is not None else None  # its rows' file, at its start
         self.spool.flush()
         sources: List[IO[bytes]] = [self.spool.buffer]  # type: ignore[attr-defined]  # a text file: its bytes
         if written is not None:
-            sources.append(open(written, "rb"))
-        try:
-            target = getattr(out, "buffer", None)
-            out.flush()
-            for raw in sources:
-                raw.seek(0)
-                if target is not None:
-                    shutil.copyfileobj(raw, target, 1 << 20)
-                else:  # an in-memory `out` holds every row anyway
-                    out.write(raw.read().decode("utf-8"))
+            sources.append(written)
+        target = getattr(out, "buffer", None)
+        out.flush()
+        for raw in sources:
+            raw.seek(0)
             if target is not None:
-                target.flush()
-        finally:
-            for raw in sources[1:]:
-                raw.close()
+                shutil.copyfileobj(raw, target, 1 << 20)
+            else:  # an in-memory `out` holds every row anyway
+                out.write(raw.read().decode("utf-8"))
+        if target is not None:
+            target.flush()
         self.close()
 
     def close(self) -> None:
