@@ -112,9 +112,18 @@ async def shoot_handed(
     )
     _cheaper_restyling(app)
     async with app.run_test(size=SIZE) as pilot:
-        for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
+        # Composed, mounted and styled while the export still folds; a screen's whole restyle when it is first shown
+        # is left to when it is shown again to be drawn (that one restyles it whole after the fold came).
+        from textual.screen import Screen
+
+        update_styles = app.update_styles
+        app.update_styles = lambda node, animate=True: (
+            None if isinstance(node, Screen) else update_styles(node, animate)
+        )
+        for _, mode in SCREENS:
             await app.switch_mode(mode)
             await pilot.pause()
+        app.update_styles = update_styles
         # Imported by the drawing after the fold (the Session screen's next steps parse `--set` values as YAML;
         # rich's SVG export escapes with html): imported while the export still folds instead.
         import html  # noqa: F401
