@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_fold_fast_path import event_files
 from workbench.fold.record import JobRecord
 from workbench.fold.spoolproc import SpoolProcess, parse_status
 from workbench.fold.steptable import StepTable
@@ -64,6 +63,40 @@ def test_a_long_run_s_rows_are_the_same_formatted_by_the_process(tmp_path):
     there = _rows(data, 1 << 16, tmp_path, "there.csv", SpoolProcess)
     assert there == here
     assert here.count(b"\n") > 3000 * 30
+
+
+floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0, 1e-300, 2.5])
+
+
+@st.composite
+def event_files(draw):
+    """An events file's bytes: batched lines (compact or spaced, NaN, odd cells), step lines and garbage."""
+    lines = []
+    for i in range(draw(st.integers(0, 20))):
+        n = draw(st.integers(1, 5))
+        ev = {
+            "v": 1,
+            "seq": i,
+            "t": 1.0,
+            "type": "steps",
+            "epoch": draw(st.integers(0, 2)),
+            "first_step": draw(st.integers(0, 99)),
+            "loss": draw(st.lists(floats, min_size=n, max_size=n)),
+            "step_ms": draw(st.lists(floats | st.integers(0, 3), min_size=n, max_size=n)),
+            "batch_size": draw(st.sampled_from([64, 1])),
+            "phase": draw(st.sampled_from(["steady", "warmup", 'a,"b', "None"])),
+        }
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
+            lines.append(b"not json")
+        elif kind == 1:
+            lines.append(b'{"v":1,"seq":%d,"type":"step","epoch":1,"step":3,"loss":0.5,"step_ms":1.0}' % i)
+        try:
+            text = json.dumps(ev) if draw(st.booleans()) else json.dumps(ev, separators=(",", ":"))
+        except ValueError:
+            text = "{bad"
+        lines.append(text.encode())
+    return b"\n".join(lines) + draw(st.sampled_from([b"\n", b""]))
 
 
 @settings(max_examples=40, **SETTINGS)
