@@ -10,10 +10,13 @@ after this process has built the app and its screens, so that work overlaps the 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import sys
 import time
+import uuid
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -66,6 +69,7 @@ async def shoot(
     app = WorkbenchApp(store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=folded)
     if folded is not None:  # the export's child: each screen restyled once it is shown, the CSS parsed once
         _cheaper_restyling(app)
+    _no_switch_delay(app)
     async with app.run_test(size=size) as pilot:
         deadline = time.monotonic() + (0.0 if folded is not None else INGEST_TIMEOUT_S)
         last, stable = -1, 0
@@ -111,6 +115,7 @@ async def shoot_handed(
         store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=FoldedSession()
     )
     _cheaper_restyling(app)
+    _no_switch_delay(app)
     async with app.run_test(size=SIZE) as pilot:
         # Composed, mounted and styled while the export still folds; a screen's whole restyle when it is first shown
         # is left to when it is shown again to be drawn (that one restyles it whole after the fold came).
@@ -146,11 +151,34 @@ async def _save(app: Any, pilot: Any, sid: str, out_dir: Path, written: List[str
         if getattr(app, "_exception", None) is not None:
             break  # a screen raised: the app is going down and later pictures would be blank
         name = "%s.svg" % mode
-        svg = app.export_screenshot(title="ms-workbench · %s · %s" % (sid, mode))
+        svg = screenshot(app, title="ms-workbench · %s · %s" % (sid, mode))
         tmp = out_dir / ("." + name + ".tmp")
         tmp.write_text(svg, encoding="utf-8")
         os.replace(str(tmp), str(out_dir / name))
         written.append(name)
+
+
+def screenshot(app: Any, title: str) -> str:
+    """The SVG app.export_screenshot makes, but for its id (`terminal-N`, scoping its CSS classes): N is a hash of
+    the SVG itself, where rich hashes the repr of every segment (a tenth of a second for six screens)."""
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    placeholder = "terminal-%s" % uuid.uuid4().hex  # in no text a screen shows
+    svg = console.export_svg(title=title, unique_id=placeholder)
+    same = svg.replace(placeholder, "terminal")
+    return svg.replace(placeholder, "terminal-%d" % zlib.adler32(same.encode("utf-8")))
 
 
 async def _drawn(pilot: Any, screen: Any) -> None:
@@ -176,6 +204,12 @@ def _settled(app: Any, screen: Any) -> bool:
     if getattr(screen, "_layout_required", False) or getattr(screen, "_callbacks", None):
         return False
     return all(node.is_mounted and not node.message_queue_size for node in screen.walk_children(with_self=True))
+
+
+def _no_switch_delay(app: Any) -> None:
+    """Textual holds every layout and repaint for 50 ms after a mode switch (delay_update, to hide the change from
+    a person's eyes): here nobody watches, and twelve switches would leave the process idle for 0.6 s."""
+    app.delay_update = lambda delay=0.0: None
 
 
 def _cheaper_restyling(app: Any) -> None:
