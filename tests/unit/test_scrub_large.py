@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from workbench.masking.scrub import Scrubber
 from workbench.record.write import _scrub_large
 
@@ -134,3 +137,34 @@ def test_a_picture_saved_just_before_the_drawing_ended_is_passed_too(tmp_path):
     done = shots.passing(Scrubber([secret]), {})
     assert [p.name for p in done] == ["session.svg"]
     assert secret not in (stage / "screenshots" / "session.svg").read_text()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"train-001,",
+                b"1,2,2.3229987621307373,3.29,64,,steady\n",
+                b"\xff",
+                b"\xef\xbf\xbd",
+                b"=",
+                b"S3cretValue",
+                b"S3cret",
+                b" ",
+                b"token=",
+                b"\xc3\xa9",
+                b":",
+            ]
+        ),
+        max_size=12,
+    ).map(b"".join),
+    st.sets(st.sampled_from(["S3cretValue", "steady\n1", "\ufffdS3cretValue", "train-001,1"]), max_size=2),
+)
+def test_a_text_file_byte_searched_is_what_its_text_gives(data, values):
+    """Scrubber.file's byte-search shortcut (no rule character, no remembered value) returns what masking its
+    decoded text returns, bad bytes and remembered values with U+FFFD included."""
+    scrubber = Scrubber(values)
+    text = data.decode("utf-8", "replace")
+    clean = scrubber.text(text)
+    assert scrubber.file("steps.csv", data) == (data if clean == text else clean.encode("utf-8"))

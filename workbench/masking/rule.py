@@ -246,6 +246,14 @@ def _glued_p(match: re.Match[str]) -> str:
 
 # Cheap tests before the patterns: each one needs at least one of these.
 NEEDLES = ("=", ":", "Bearer", "-")
+# And each needs one of these: an = or : between a name and its value ("://" included), or a blank after a flag,
+# "Bearer" or an auth scheme. A text without any (a long steps.csv: names, numbers, commas) is left as it is.
+RULE_BYTES = (b"=", b":", b" ", b"\t")
+
+
+def maskable(data: bytes) -> bool:
+    """False when mask_text surely leaves this UTF-8 text unchanged (it holds none of RULE_BYTES): byte searches only."""
+    return any(c in data for c in RULE_BYTES)
 
 
 def mask_text(text: str) -> str:

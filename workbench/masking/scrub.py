@@ -9,7 +9,7 @@ import re
 from typing import Any, Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from workbench.masking.envvars import allowed_name
-from workbench.masking.rule import MASK, MASK_MARKERS, mask_text, secret_name, secret_parts
+from workbench.masking.rule import MASK, MASK_MARKERS, mask_text, maskable, secret_name, secret_parts
 
 # Parent keys under which a mapping of NAME -> value is taken to be environment variables.
 ENV_KEYS = frozenset(("env", "environ", "environment", "env_vars", "environment_variables", "variables"))
@@ -219,9 +219,16 @@ class Scrubber:
             lines = data.split(b"\n")
             out = [self._jsonl_line(line) for line in lines]
             return b"\n".join(out)
+        if not maskable(data) and self._none_in(data):
+            return data  # what text() would return, found by byte searches (a long steps.csv, block by block)
         text = data.decode("utf-8", "replace")
         clean = self.text(text)
         return data if clean == text else clean.encode("utf-8")
+
+    def _none_in(self, data: bytes) -> bool:
+        """True when no remembered value is in these bytes' text (one holding U+FFFD, which a bad byte decodes to,
+        is looked for in the text only)."""
+        return all("\ufffd" not in v and v.encode("utf-8") not in data for v in self.values)
 
     def _jsonl_line(self, line: bytes) -> bytes:
         if not line.strip() or self.plain_line(line):
