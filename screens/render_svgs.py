@@ -115,20 +115,12 @@ async def shoot_handed(
         store, sid, cfg=defaults(), argv=["ms-workbench", "export"], read_only=True, folded=FoldedSession()
     )
     _cheaper_restyling(app)
+    _no_resume_restyle(app)
     _no_switch_delay(app)
     async with app.run_test(size=SIZE) as pilot:
-        # Composed, mounted and styled while the export still folds; a screen's whole restyle when it is first shown
-        # is left to when it is shown again to be drawn (that one restyles it whole after the fold came).
-        from textual.screen import Screen
-
-        update_styles = app.update_styles
-        app.update_styles = lambda node, animate=True: (
-            None if isinstance(node, Screen) else update_styles(node, animate)
-        )
-        for _, mode in SCREENS:
+        for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
             await app.switch_mode(mode)
             await pilot.pause()
-        app.update_styles = update_styles
         # Imported by the drawing after the fold (the Session screen's next steps parse `--set` values as YAML;
         # rich's SVG export escapes with html): imported while the export still folds instead.
         import html  # noqa: F401
@@ -204,6 +196,37 @@ def _settled(app: Any, screen: Any) -> bool:
     if getattr(screen, "_layout_required", False) or getattr(screen, "_callbacks", None):
         return False
     return all(node.is_mounted and not node.message_queue_size for node in screen.walk_children(with_self=True))
+
+
+def _no_resume_restyle(app: Any) -> None:
+    """Textual restyles a screen whole each time it is shown, for what may have changed while another one was: the
+    theme, the app's classes and pseudo-classes. In this process none of those change, and Textual restyles a node
+    whose classes, focus or place among its siblings change as they change: the pass repeats what is there (385 style
+    applications after the fold came). The pictures are byte for byte those of an app that does it, reading the
+    session (test_fold_handoff)."""
+    from textual.screen import Screen
+
+    if app.SUSPENDED_SCREEN_CLASS:  # a class the resume itself removes: that restyle is needed
+        return
+    resuming: List[Any] = []
+    update_styles = app.update_styles
+
+    def update_unless_resuming(node, animate=True):
+        if resuming and node is resuming[-1]:
+            return None
+        return update_styles(node, animate)
+
+    resume = Screen._on_screen_resume  # patched on the class below: this process only draws, then exits
+
+    def on_screen_resume(self, event):
+        resuming.append(self)
+        try:
+            return resume(self, event)
+        finally:
+            resuming.pop()
+
+    app.update_styles = update_unless_resuming
+    Screen._on_screen_resume = on_screen_resume  # type: ignore[method-assign]
 
 
 def _no_switch_delay(app: Any) -> None:

@@ -77,8 +77,9 @@ def test_a_job_that_appears_after_the_fold_is_left_out(tmp_path):
 
 def test_pictures_from_the_fold_are_the_pictures_drawn_by_reading_the_session(tmp_path):
     """The same six screens, byte for byte, whether the renderer reads the session or is handed its fold (after
-    building its screens on none, then taking it: render_svgs.shoot_handed; restyling only what it has still to
-    draw, sharing CSS parses: render_svgs._cheaper_restyling)."""
+    building its screens on none, then taking it: render_svgs.shoot_handed; sharing CSS parses and restyling the app
+    alone on a new screen: render_svgs._cheaper_restyling; no whole-screen restyle when a screen is shown:
+    render_svgs._no_resume_restyle). The reading renderer is Textual as it comes: the reference."""
     root = tmp_path / "sessions"
     sid = copy_real(root)
     session = root / sid
