@@ -9,6 +9,7 @@ and the rest kept visible. Pure code for Python 3.9: no mindspore, no textual.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, List, Optional, Tuple
 
@@ -118,6 +119,7 @@ def name_parts(name: str) -> List[str]:
     return [p.lower() for p in re.split(r"[^A-Za-z0-9]+", spaced) if p]
 
 
+@functools.lru_cache(maxsize=4096)  # a picture's pass meets its few attribute names ~3 000 times (x="…", fill="…")
 def secret_name(name: str) -> bool:
     """True when a name looks like it holds a token, key, secret, password or credential."""
     parts = name_parts(name)
