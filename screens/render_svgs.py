@@ -118,9 +118,10 @@ async def shoot_handed(
     _no_resume_restyle(app)
     _no_switch_delay(app)
     async with app.run_test(size=SIZE) as pilot:
-        for _, mode in SCREENS:  # composed, mounted and styled while the export still folds
-            await app.switch_mode(mode)
-            await pilot.pause()
+        with app.batch_update():  # composed, mounted and styled while the export still folds; painted after it
+            for _, mode in SCREENS:
+                await app.switch_mode(mode)
+                await pilot.pause()
         # Imported by the drawing after the fold (the Session screen's next steps parse `--set` values as YAML;
         # rich's SVG export escapes with html): imported while the export still folds instead.
         import html  # noqa: F401
