@@ -47,3 +47,39 @@ def test_a_revision_not_got_early_is_asked_then(monkeypatch):
     assert early.revision is None  # the thread's failure is not the record's: asked again, in the export
     monkeypatch.undo()
     _same(reproduce.reproduce_record(REPORT, early), reproduce.reproduce_record(REPORT))
+
+
+EMAIL_PARSED = (  # the listing as it was: importlib.metadata's own parse of each whole metadata file
+    "import importlib.metadata as m\n"
+    "seen = {}\n"
+    "for d in m.distributions():\n"
+    "    name = d.metadata['Name']\n"
+    "    if name: seen.setdefault(name.lower(), '%s==%s' % (name, d.version))\n"
+    "print('\\n'.join(seen[k] for k in sorted(seen)))\n"
+)
+
+
+def test_the_package_list_read_from_header_lines_is_the_parsed_one(tmp_path):
+    """LIST_PACKAGES reads Name and Version from the header lines only: the same list as parsing each file whole,
+    for this interpreter's distributions and odd ones beside them (a description quoting other headers, CRLF lines,
+    an egg-info's PKG-INFO, a name differing only in case from another's)."""
+    import subprocess
+
+    site = tmp_path / "site"
+    odd = {
+        "quoted-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: quoted\nVersion: 1.0\n\nName: other\nVersion: 9\n",
+        "crlf-2.0.dist-info/METADATA": "Metadata-Version: 2.1\r\nName: CrLf\r\nVersion: 2.0\r\n\r\nbody\r\n",
+        "old-3.0-py3.9.egg-info/PKG-INFO": "Metadata-Version: 1.0\nName: old\nVersion: 3.0\nSummary: s\n",
+        "Quoted-5.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: Quoted\nVersion: 5.0\n",
+    }
+    for rel, text in odd.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    lists = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+        for code in (reproduce.LIST_PACKAGES, EMAIL_PARSED)
+    ]
+    assert lists[0] == lists[1]
+    assert "CrLf==2.0" in lists[0] and "old==3.0" in lists[0] and "quoted==1.0" in lists[0].lower()

@@ -19,13 +19,19 @@ SOURCE_DIRS = ("workbench", "jobs", "screens")
 SOURCE_SUFFIXES = (".py", ".tcss")
 MODEL_CODE = ("jobs/common/network.py",)  # the network definition, standalone (MindSpore and numpy only)
 SUBPROCESS_TIMEOUT_S = 60.0
-# Run by the jobs interpreter: every installed distribution as `name==version`, sorted, one a line.
+# Run by the jobs interpreter: every installed distribution as `name==version`, sorted, one a line. Name and
+# Version are read from the metadata's header lines only (what email parsing of the whole file, long descriptions
+# included, also finds: half the time; test_reproduce_early holds the two to the same list).
 LIST_PACKAGES = (
     "import importlib.metadata as m\n"
     "seen = {}\n"
     "for d in m.distributions():\n"
-    "    name = d.metadata['Name']\n"
-    "    if name: seen.setdefault(name.lower(), '%s==%s' % (name, d.version))\n"
+    "    head = {}\n"
+    "    for line in (d.read_text('METADATA') or d.read_text('PKG-INFO') or '').split('\\n\\n', 1)[0].splitlines():\n"
+    "        k, sep, v = line.partition(': ')\n"
+    "        if sep and k in ('Name', 'Version') and k not in head: head[k] = v.strip()\n"
+    "    name = head.get('Name')\n"
+    "    if name: seen.setdefault(name.lower(), '%s==%s' % (name, head.get('Version')))\n"
     "print('\\n'.join(seen[k] for k in sorted(seen)))\n"
 )
 
