@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workbench.masking.envvars import masked_names, record_env
-from workbench.masking.rule import MASK, PART_MASK, mask_text, mask_value, secret_parts
+from workbench.masking.rule import MASK, PART_MASK, mask_text, mask_value, secret_name, secret_parts
 from workbench.masking.scrub import Scrubber, env_secret_values, scrub_pairs
 
 
@@ -126,3 +128,48 @@ def test_one_walker_masks_the_same_way_for_files_and_for_the_report():
         assert masked["api_token"] == MASK and masked["nested"] == [{"password": MASK}]
     assert scrubber.obj(value)["env"] == {"PATH": "/bin", "HOME": "/root"}
     assert scrubber.report_obj(value)["env"] == {"PATH": "/bin"}  # the report cuts env mappings to the allow-list
+
+
+def _plain_as_joined(scrubber, data: bytes, outside: bytes) -> bool:
+    """Scrubber._plain_text as it was: the bytes outside strings joined, then anything not `outside` looked for."""
+    if b"\\" in data:
+        return False
+    parts = data.split(b'"')
+    if len(parts) % 2 == 0 or b"".join(parts[0::2]).translate(None, outside):
+        return False
+    tokens = [t.decode("utf-8", "replace") for t in set(parts[1::2])]
+    return all("\n" not in t and not secret_name(t) and not secret_parts(t) and scrubber.text(t) == t for t in tokens)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b'{"type":"steps","loss":[0.5,1e-05],"phase":"steady"}\n',
+                b'"',
+                b'"name"',
+                b"a",
+                b"x",
+                b"null",
+                b" ",
+                b'"token=abc"',
+                b'"api_key"',
+                b"\n",
+                b",",
+                b"1.5",
+                b'"\xc3\xa9"',
+                b'"a\nb"',
+                b"true",
+                b"{}",
+            ]
+        ),
+        max_size=16,
+    ).map(b"".join)
+)
+def test_a_block_is_plain_as_when_the_bytes_outside_strings_were_joined(data):
+    """plain_block counts the bytes outside strings instead of joining them: the same answer for any block."""
+    from workbench.masking.scrub import OUTSIDE_BYTES
+
+    scrubber = Scrubber()
+    assert scrubber.plain_block(data) == _plain_as_joined(scrubber, data, OUTSIDE_BYTES + b"\n")

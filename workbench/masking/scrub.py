@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from typing import Any, Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from workbench.masking.envvars import allowed_name
@@ -93,10 +94,16 @@ class Scrubber:
         if not self._plain_ok:
             return False
         parts = data.split(b'"')  # without escapes, every odd part is a string's content
-        if len(parts) % 2 == 0 or b"".join(parts[0::2]).translate(None, outside):
+        if len(parts) % 2 == 0:
+            return False
+        # The bytes outside strings are all `outside` when every byte that is not lies in a string: as many such
+        # bytes in the whole as in the strings (counted per distinct string, without joining the rest).
+        strings = Counter(parts[1::2])
+        drop = outside + b'"'
+        if len(data.translate(None, drop)) != sum(len(t.translate(None, drop)) * n for t, n in strings.items()):
             return False
         cache = self._plain
-        for token in set(parts[1::2]):
+        for token in strings:
             known = cache.get(token)
             if known is None:
                 if b"\n" in token:
