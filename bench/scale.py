@@ -9,7 +9,9 @@ every process it starts are counted), `export --no-screenshots` (an extra arm), 
 `sessions` listing, `attach` in a 120x36 pseudo-terminal (bench/attach_probe.py: first paint, and
 caught up = the frame showing the whole backlog is out) and, as the baseline of the first paint, a
 minimal Textual app in the same pseudo-terminal (bench/minimal_app.py). Every ratio is to a baseline
-of the same round. Results go to a scratch folder; --write puts scale.json and the figures in docs/.
+of the same round. The tree is byte-compiled first, as an installed package is (with PYTHONDONTWRITEBYTECODE
+set, each of the export's three processes would otherwise compile every module changed since its bytecode).
+Results go to a scratch folder; --write puts scale.json and the figures in docs/.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.attach_probe import attach, baseline_paint  # noqa: E402
+from bench.attach_probe import attach, baseline_paint, compile_tree  # noqa: E402
 from bench.scale_sessions import MIXES, ROOT, SID, build_session, drill_template  # noqa: E402
 from bench.stats import load, ratio, scratch, shuffled, spread  # noqa: E402
 
@@ -464,6 +466,7 @@ def main() -> int:
     rng = random.Random(seed)
     out = ROOT / "docs" if args.write else scratch("ms-workbench-scale-out-", args.out)
     print("seed %d; results to %s; load %.1f" % (seed, out, load()), flush=True)
+    compile_tree()  # every process the arms start reads bytecode, as from an install (not the compiler's time)
     work = Path(tempfile.mkdtemp(prefix="ms-workbench-scale-"))
     results: List[Dict[str, Any]] = []
     seen: set = set()
