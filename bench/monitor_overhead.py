@@ -15,6 +15,13 @@ job arm: what the user runs, `ms-workbench run train` (default config: MLP 784-1
   Every job of the bench takes its device lock in a private folder, so another bench's or
   engineer's job neither waits for it nor blocks it. The monitored jobs are checked to have sampled
   every N-th step and the unmonitored ones not at all.
+job-sliced arm (opt-in, `--arms job-sliced`): the job arm with drift taken out. Each round starts a monitored
+  and an unmonitored train job (a random one first, each with a device-lock folder of its own) and stops both at
+  once; they then run in turns of --slice seconds (bench/train_throughput.slice_arms, SIGSTOP/SIGCONT to each
+  job's worker and supervisor groups), so the machine's speed drifting over seconds hits both alike. A steady
+  epoch's time is the running time its job was given inside the epoch's span (its `epoch` event: t - epoch_s to
+  that + train_s); each round gives the ratio of the two jobs' steady running times, and the verdict comes from
+  the 95 % t interval of the rounds' log ratios. What slicing costs (caches refilled after each turn) hits both.
 cell arm (the strict measure): one child process builds the train job's own step
   (jobs/common/stepcell.py) and Monitor (jobs/train/monitor.py) on the same data and times bare
   steps, nothing else of the job around them (no feeding, events or bookkeeping, which the job
@@ -38,12 +45,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -220,8 +228,9 @@ def report(got: Dict[str, Any], every: int, resamples: int, seed: int) -> Dict[s
     }
 
 
-def run_job(sessions: Path, every: int, epochs: int, limit: int) -> Dict[str, Any]:
-    """One detached `ms-workbench run train` with train.monitor.every=`every`; its steady span from its own events."""
+def start_job(sessions: Path, every: int, epochs: int, limit: int, locks: Optional[Path] = None) -> Path:
+    """Start one detached `ms-workbench run train` with train.monitor.every=`every` (its device lock in `locks`, else
+    where the bench's environment says); its job folder, once the supervisor wrote pids.json."""
     sets = {
         "device.target": "CPU",
         "train.train_limit": limit,
@@ -234,19 +243,31 @@ def run_job(sessions: Path, every: int, epochs: int, limit: int) -> Dict[str, An
         cmd += ["--set", "%s=%s" % (key, value)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     env.setdefault("GLOG_v", "3")
+    if locks is not None:
+        env[LOCK_DIR_ENV] = str(locks)
     proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode != 0:
         raise SystemExit("train job did not start (%s):\n%s" % (proc.returncode, proc.stderr[-2000:]))
-    job_dir = Path(proc.stdout.strip().splitlines()[-1])
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def finished_events(job_dir: Path) -> List[Dict[str, Any]]:
+    """The events of a job that ended; it must have finished ok."""
+    events = [json.loads(line) for line in (job_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    if events[-1].get("type") != "finished" or events[-1].get("status") != "ok":
+        raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
+    return events
+
+
+def run_job(sessions: Path, every: int, epochs: int, limit: int) -> Dict[str, Any]:
+    """One detached `ms-workbench run train` with train.monitor.every=`every`; its steady span from its own events."""
+    job_dir = start_job(sessions, every, epochs, limit)
     deadline = time.monotonic() + 1800
     while not (job_dir / "exit.json").exists():
         if time.monotonic() > deadline:
             raise SystemExit("train job %s did not end within 30 minutes" % job_dir)
         time.sleep(0.2)
-    events = [json.loads(line) for line in (job_dir / "events.jsonl").read_text().splitlines() if line.strip()]
-    if events[-1].get("type") != "finished" or events[-1].get("status") != "ok":
-        raise SystemExit("train job %s did not finish ok: %s" % (job_dir, events[-1]))
-    return job_span(events, every, str(job_dir))
+    return job_span(finished_events(job_dir), every, str(job_dir))
 
 
 def job_span(events: List[Dict[str, Any]], every: int, where: str) -> Dict[str, Any]:
@@ -351,10 +372,164 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
     }
 
 
+def _stopped_job(tmp: Path, name: str, every: int, epochs: int, limit: int) -> Dict[str, Any]:
+    """A train job started and stopped at once (its worker's and its supervisor's process groups), with a device-lock
+    folder of its own (two run at once here, never on one device at one moment): an arm of slice_arms."""
+    began = time.monotonic()
+    job_dir = start_job(tmp, every, epochs, limit, locks=tmp / ("locks-" + name))
+    pids = json.loads((job_dir / "pids.json").read_text())
+    groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+    _signal(groups, signal.SIGSTOP)
+    return {
+        "name": name,
+        "every": every,
+        "groups": groups,
+        "runs": [[began, time.monotonic()]],
+        "job_dir": job_dir,
+        "supervisor": int(pids["supervisor"]),
+        "done": lambda: (job_dir / "exit.json").exists(),
+    }
+
+
+def _signal(groups: List[int], sig: int) -> None:
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _release(arms: List[Dict[str, Any]], ended: bool) -> None:
+    """Nothing left stopped; after a round cut short, every job still running is asked to stop (its supervisor)
+    and waited for (up to 15 s), so the temporary folder is not removed under it."""
+    for arm in arms:
+        _signal(arm["groups"], signal.SIGCONT)
+    if ended:
+        return
+    for arm in arms:
+        if not arm["done"]():
+            try:
+                os.kill(arm["supervisor"], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + 15.0
+    while any(not a["done"]() for a in arms) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def sliced_round(every: int, epochs: int, limit: int, slice_s: float, rng: Any) -> Dict[str, Dict[str, Any]]:
+    """One round of the sliced job arm: a monitored and an unmonitored train job (started in a random order), both
+    alive at once, run in turns of `slice_s` seconds (train_throughput.slice_arms); each steady epoch timed by the
+    running time its job was given inside the epoch's span (its `epoch` event: t - epoch_s to that + train_s)."""
+    from bench.train_throughput import merged, running_within, slice_arms
+
+    arms: List[Dict[str, Any]] = []
+    ended = False
+    with tempfile.TemporaryDirectory(prefix="monitor-overhead-sliced-") as tmp:
+        offsets = [time.time() - time.monotonic()]
+        try:
+            for name in shuffled(["monitored", "plain"], rng):
+                arms.append(_stopped_job(Path(tmp), name, every if name == "monitored" else 0, epochs, limit))
+            slice_arms(arms, slice_s)
+            ended = True
+        finally:
+            _release(arms, ended)
+        offsets.append(time.time() - time.monotonic())
+        offset = sum(offsets) / 2.0
+        out: Dict[str, Dict[str, Any]] = {}
+        for arm in arms:
+            events = finished_events(arm["job_dir"])
+            got = job_span(events, arm["every"], str(arm["job_dir"]))
+            runs = merged(arm["runs"])
+            spans = [
+                (e["t"] - e["epoch_s"] - offset, e["t"] - e["epoch_s"] - offset + e["train_s"])
+                for e in events
+                if e["type"] == "epoch"
+            ][1:]
+            got["running_s"] = [running_within(runs, a, b) for a, b in spans]
+            got["turns"] = len(arm["runs"])
+            out[arm["name"]] = got
+    return out
+
+
+def sliced_job_arm(every: int, rounds: int, epochs: int, limit: int, seed: int, slice_s: float) -> Dict[str, Any]:
+    """The job arm with both jobs alive at once and run in turns: the machine's drift over seconds hits both alike."""
+    import random
+
+    rng = random.Random(seed)
+    load_before = os.getloadavg()
+    print(
+        "sliced job arm (ms-workbench run train, train.monitor.every=%d against 0, both at once in %.2f s turns)"
+        % (every, slice_s),
+        flush=True,
+    )
+    ratios, got = [], []
+    for r in range(rounds):
+        pair = sliced_round(every, epochs, limit, slice_s, rng)
+        on, off = pair["monitored"], pair["plain"]
+        ratios.append(sum(on["running_s"]) / sum(off["running_s"]))
+        got.append(pair)
+        print(
+            "  round %d: steady running time %.3f s monitored / %.3f s not = %.4f (%d and %d turns; load %.2f)"
+            % (
+                r + 1,
+                sum(on["running_s"]),
+                sum(off["running_s"]),
+                ratios[-1],
+                on["turns"],
+                off["turns"],
+                os.getloadavg()[0],
+            ),
+            flush=True,
+        )
+    interval = ratio_interval(ratios)
+    said = verdict([interval[1:]]) if interval else "not settled"
+    print(
+        "  %d rounds, %d images x %d epochs (%d steady steps a job, %d sampled a monitored job); job step medians from "
+        "their events: unmonitored %.3f ms, monitored sampled %.3f ms, other %.3f ms"
+        % (
+            len(ratios),
+            limit,
+            epochs,
+            got[0]["plain"]["steady_steps"],
+            got[0]["monitored"]["samples"],
+            float(np.median([g["plain"]["plain_step_ms"] for g in got])),
+            float(np.median([g["monitored"]["sampled_step_ms"] for g in got])),
+            float(np.median([g["monitored"]["plain_step_ms"] for g in got])),
+        )
+    )
+    if interval:
+        print(
+            "  paired steady running time ratio %.4f  95%% t interval %.4f-%.4f  (rounds %.3f..%.3f)"
+            % (interval[0], interval[1], interval[2], min(ratios), max(ratios))
+        )
+    print(
+        "  load average (1, 5, 15 min) before %s, after %s on %d cores"
+        % (
+            "/".join("%.2f" % v for v in load_before),
+            "/".join("%.2f" % v for v in os.getloadavg()),
+            os.cpu_count() or 0,
+        )
+    )
+    print("sliced job arm: monitor cost at every=%d against the goal of at most %.2f: %s" % (every, GOAL, said))
+    return {
+        "arm": "job-sliced",
+        "every": every,
+        "rounds": len(ratios),
+        "slice_s": slice_s,
+        "ratios": ratios,
+        "ratio": interval[0] if interval else None,
+        "interval": interval[1:] if interval else None,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "verdict": said,
+    }
+
+
 def main() -> int:
     """Run the arms asked for; print each arm's ratio, interval and verdict, then one JSON line of all."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arms", default="cell,job", help="comma-separated: cell, job (default both)")
+    p.add_argument("--arms", default="cell,job", help="comma-separated: cell, job, job-sliced (default cell and job)")
     p.add_argument("--every", type=int, default=10, help="train.monitor.every of the monitored arm")
     p.add_argument("--pairs", type=int, default=1000, help="cell arm: block pairs (one baseline, one monitored each)")
     p.add_argument("--limit", type=int, default=6400, help="cell arm: training images to cycle through")
@@ -369,12 +544,14 @@ def main() -> int:
     p.add_argument("--job-pairs", type=int, default=16, help="job arm: pairs of train jobs (about 20 s a pair, quiet)")
     p.add_argument("--job-epochs", type=int, default=6, help="job arm: epochs per job (epoch 1 is not counted)")
     p.add_argument("--job-limit", type=int, default=12800, help="job arm: training images per epoch")
+    p.add_argument("--rounds", type=int, default=16, help="job-sliced arm: rounds (two jobs at once each)")
+    p.add_argument("--slice", type=float, default=0.25, help="job-sliced arm: seconds of each turn")
     p.add_argument("--seed", type=int, default=1, help="the arms' order in each pair")
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args()
     arms = [a for a in args.arms.split(",") if a]
-    if not arms or set(arms) - {"cell", "job"}:
-        raise SystemExit("--arms must name cell and/or job, got %r" % args.arms)
+    if not arms or set(arms) - {"cell", "job", "job-sliced"}:
+        raise SystemExit("--arms must name cell, job and/or job-sliced, got %r" % args.arms)
     if args.every < 2 or args.pairs < 10 or args.job_pairs < 2 or args.job_epochs < 2:
         raise SystemExit("--every must be at least 2, --pairs 10, --job-pairs 2 and --job-epochs 2")
     results: List[Dict[str, Any]] = []
@@ -383,6 +560,8 @@ def main() -> int:
         results.append(report(got, args.every, args.resamples, args.seed))
     if "job" in arms:
         results.append(job_arm(args.every, args.job_pairs, args.job_epochs, args.job_limit, args.seed))
+    if "job-sliced" in arms:
+        results.append(sliced_job_arm(args.every, args.rounds, args.job_epochs, args.job_limit, args.seed, args.slice))
     line = json.dumps(results)
     if args.json:
         Path(args.json).write_text(line + "\n")
