@@ -294,6 +294,18 @@ def job_span(events: List[Dict[str, Any]], every: int, where: str) -> Dict[str, 
     }
 
 
+def print_load(load_before: Tuple[float, float, float]) -> None:
+    """The load averages before the arm and now."""
+    print(
+        "  load average (1, 5, 15 min) before %s, after %s on %d cores"
+        % (
+            "/".join("%.2f" % v for v in load_before),
+            "/".join("%.2f" % v for v in os.getloadavg()),
+            os.cpu_count() or 0,
+        )
+    )
+
+
 def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[str, Any]:
     """Pairs of real train jobs (monitored, unmonitored) in a random order per pair; the paired ratios and verdict."""
     import random
@@ -344,14 +356,7 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
                 "  paired %-12s ratio %.4f  95%% t interval %.4f-%.4f  (pairs %.3f..%.3f)"
                 % (name, got[0], got[1], got[2], min(values), max(values))
             )
-    print(
-        "  load average (1, 5, 15 min) before %s, after %s on %d cores"
-        % (
-            "/".join("%.2f" % v for v in load_before),
-            "/".join("%.2f" % v for v in os.getloadavg()),
-            os.cpu_count() or 0,
-        )
-    )
+    print_load(load_before)
     print("job arm: monitor cost at every=%d against the goal of at most %.2f: %s" % (every, GOAL, said), flush=True)
     return {
         "arm": "job",
@@ -375,35 +380,21 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
 def _stopped_job(tmp: Path, name: str, every: int, epochs: int, limit: int) -> Dict[str, Any]:
     """A train job started and stopped at once (its worker's and its supervisor's process groups), with a device-lock
     folder of its own (two run at once here, never on one device at one moment): an arm of slice_arms."""
+    from bench.train_throughput import stopped_job
+
     began = time.monotonic()
-    job_dir = start_job(tmp, every, epochs, limit, locks=tmp / ("locks-" + name))
-    pids = json.loads((job_dir / "pids.json").read_text())
-    groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
-    _signal(groups, signal.SIGSTOP)
-    return {
-        "name": name,
-        "every": every,
-        "groups": groups,
-        "runs": [[began, time.monotonic()]],
-        "job_dir": job_dir,
-        "supervisor": int(pids["supervisor"]),
-        "done": lambda: (job_dir / "exit.json").exists(),
-    }
-
-
-def _signal(groups: List[int], sig: int) -> None:
-    for group in groups:
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            pass
+    arm = stopped_job(name, start_job(tmp, every, epochs, limit, locks=tmp / ("locks-" + name)), began)
+    arm["every"] = every
+    return arm
 
 
 def _release(arms: List[Dict[str, Any]], ended: bool) -> None:
     """Nothing left stopped; after a round cut short, every job still running is asked to stop (its supervisor)
     and waited for (up to 15 s), so the temporary folder is not removed under it."""
+    from bench.train_throughput import signal_groups
+
     for arm in arms:
-        _signal(arm["groups"], signal.SIGCONT)
+        signal_groups(arm["groups"], signal.SIGCONT)
     if ended:
         return
     for arm in arms:
@@ -503,14 +494,7 @@ def sliced_job_arm(every: int, rounds: int, epochs: int, limit: int, seed: int, 
             "  paired steady running time ratio %.4f  95%% t interval %.4f-%.4f  (rounds %.3f..%.3f)"
             % (interval[0], interval[1], interval[2], min(ratios), max(ratios))
         )
-    print(
-        "  load average (1, 5, 15 min) before %s, after %s on %d cores"
-        % (
-            "/".join("%.2f" % v for v in load_before),
-            "/".join("%.2f" % v for v in os.getloadavg()),
-            os.cpu_count() or 0,
-        )
-    )
+    print_load(load_before)
     print("sliced job arm: monitor cost at every=%d against the goal of at most %.2f: %s" % (every, GOAL, said))
     return {
         "arm": "job-sliced",

@@ -575,7 +575,7 @@ def paced_step_s(paced: Dict[str, Any], start: float, end: float) -> Tuple[float
     return (took / steps if steps else float("nan")), covered
 
 
-def _signal_groups(groups: Sequence[int], sig: int) -> None:
+def signal_groups(groups: Sequence[int], sig: int) -> None:
     """Signal each process group, ignoring one that is gone."""
     for group in groups:
         try:
@@ -606,7 +606,7 @@ def slice_arms(arms: List[Dict[str, Any]], slice_s: float, jitter: float = 0.0, 
         arm = live[turn % len(live)]
         turn += 1
         began = time.monotonic()
-        _signal_groups(arm["groups"], signal.SIGCONT)
+        signal_groups(arm["groups"], signal.SIGCONT)
         if len(live) == 1:
             while not arm["done"]():
                 time.sleep(0.05)
@@ -614,8 +614,24 @@ def slice_arms(arms: List[Dict[str, Any]], slice_s: float, jitter: float = 0.0, 
             continue
         # one sleep: a bench waking often would take CPU and cache from the running arm
         time.sleep(slice_s * (1.0 + jitter * (2.0 * rng.random() - 1.0)) if jitter else slice_s)
-        _signal_groups(arm["groups"], signal.SIGSTOP)
+        signal_groups(arm["groups"], signal.SIGSTOP)
         arm["runs"].append([began, time.monotonic()])
+
+
+def stopped_job(name: str, job_dir: Path, began: float) -> Dict[str, Any]:
+    """A job just started (at monotonic `began`), stopped at once: an arm of slice_arms."""
+    pids = json.loads((job_dir / "pids.json").read_text())
+    # the worker has its own group (pgid = its pid); the supervisor leads its own session; the watchdog only waits
+    groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+    signal_groups(groups, signal.SIGSTOP)
+    return {
+        "name": name,
+        "groups": groups,
+        "runs": [[began, time.monotonic()]],
+        "job_dir": job_dir,
+        "supervisor": int(pids["supervisor"]),
+        "done": lambda: (job_dir / "exit.json").exists(),
+    }
 
 
 def _start_sliced(name: str, epochs: int, tmp: Path, pace: bool = False) -> Dict[str, Any]:
@@ -623,19 +639,7 @@ def _start_sliced(name: str, epochs: int, tmp: Path, pace: bool = False) -> Dict
     `pace`, one that runs steady epochs until told to stop)."""
     began = time.monotonic()
     if name == "job":
-        job_dir = start_job(epochs, tmp)
-        pids = json.loads((job_dir / "pids.json").read_text())
-        # the worker has its own group (pgid = its pid); the supervisor leads its own session; the watchdog only waits
-        groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
-        _signal_groups(groups, signal.SIGSTOP)
-        return {
-            "name": name,
-            "groups": groups,
-            "runs": [[began, time.monotonic()]],
-            "job_dir": job_dir,
-            "supervisor": int(pids["supervisor"]),
-            "done": lambda: (job_dir / "exit.json").exists(),
-        }
+        return stopped_job(name, start_job(epochs, tmp), began)
     out, err = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--arm", "bare", "--epochs", str(epochs)]
@@ -648,7 +652,7 @@ def _start_sliced(name: str, epochs: int, tmp: Path, pace: bool = False) -> Dict
         start_new_session=True,  # its own group, to stop and go on as one, and its own session (see run_child)
         preexec_fn=_held(),
     )
-    _signal_groups([proc.pid], signal.SIGSTOP)
+    signal_groups([proc.pid], signal.SIGSTOP)
     return {
         "name": name,
         "groups": [proc.pid],
@@ -663,7 +667,7 @@ def _start_sliced(name: str, epochs: int, tmp: Path, pace: bool = False) -> Dict
 
 def _end_sliced(arm: Dict[str, Any]) -> None:
     """After a round cut short (an error, Ctrl+C): let the arm go on, then end it (the job through its supervisor)."""
-    _signal_groups(arm["groups"], signal.SIGCONT)
+    signal_groups(arm["groups"], signal.SIGCONT)
     if "proc" in arm:
         if arm["proc"].poll() is None:
             arm["proc"].kill()
@@ -688,7 +692,7 @@ def _end_stray_jobs(sessions: Path) -> None:
             groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
         except (OSError, ValueError, KeyError):
             continue
-        _signal_groups(groups, signal.SIGCONT)
+        signal_groups(groups, signal.SIGCONT)
         try:
             os.kill(int(pids["supervisor"]), signal.SIGTERM)
             asked.append(pids_file.parent / "exit.json")
@@ -719,7 +723,7 @@ def sliced_round(
     finally:
         for arm in arms:
             if ended:
-                _signal_groups(arm["groups"], signal.SIGCONT)  # nothing is left stopped
+                signal_groups(arm["groups"], signal.SIGCONT)  # nothing is left stopped
             else:
                 _end_sliced(arm)
         if not ended:

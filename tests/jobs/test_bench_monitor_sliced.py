@@ -27,19 +27,17 @@ def _stopped_or_alive_under(folder: Path) -> list:
     return found
 
 
-def test_the_sliced_job_arm_times_two_monitored_and_plain_jobs_and_leaves_nothing_stopped(tmp_path):
+def _bench(tmp_path: Path, *args: str) -> tuple:
+    """(the bench's scratch folder, its command, its environment): two rounds of the sliced job arm."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(ROOT))
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "monitor_overhead.py"), "--arms", "job-sliced", "--rounds", "2"]
-        + ["--job-epochs", "2", "--job-limit", "640", "--slice", "0.1"],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    argv = [sys.executable, str(ROOT / "bench" / "monitor_overhead.py"), "--arms", "job-sliced", "--rounds", "2"]
+    return scratch, argv + list(args), dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(ROOT))
+
+
+def test_the_sliced_job_arm_times_two_monitored_and_plain_jobs_and_leaves_nothing_stopped(tmp_path):
+    scratch, argv, env = _bench(tmp_path, "--job-epochs", "2", "--job-limit", "640", "--slice", "0.1")
+    proc = subprocess.run(argv, cwd=str(tmp_path), capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])[0]
     assert got["arm"] == "job-sliced" and got["rounds"] == 2 and len(got["ratios"]) == 2
@@ -57,12 +55,9 @@ def test_a_sliced_round_cut_short_leaves_no_job_stopped_or_running(tmp_path):
 
     from tests.support.waiting import wait_for
 
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(ROOT))
+    scratch, argv, env = _bench(tmp_path, "--job-epochs", "4", "--job-limit", "6400")
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "monitor_overhead.py"), "--arms", "job-sliced", "--rounds", "2"]
-        + ["--job-epochs", "4", "--job-limit", "6400"],
+        argv,
         cwd=str(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
