@@ -59,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.stats import ratio_interval, shuffled  # noqa: E402
+from bench.train_throughput import merged, running_within, signal_groups, slice_arms, stopped_job  # noqa: E402
 from workbench.events.steps import expand_steps  # noqa: E402
 from workbench.run.runner import LOCK_DIR_ENV  # noqa: E402
 
@@ -380,8 +381,6 @@ def job_arm(every: int, pairs: int, epochs: int, limit: int, seed: int) -> Dict[
 def _stopped_job(tmp: Path, name: str, every: int, epochs: int, limit: int) -> Dict[str, Any]:
     """A train job started and stopped at once (its worker's and its supervisor's process groups), with a device-lock
     folder of its own (two run at once here, never on one device at one moment): an arm of slice_arms."""
-    from bench.train_throughput import stopped_job
-
     began = time.monotonic()
     arm = stopped_job(name, start_job(tmp, every, epochs, limit, locks=tmp / ("locks-" + name)), began)
     arm["every"] = every
@@ -391,8 +390,6 @@ def _stopped_job(tmp: Path, name: str, every: int, epochs: int, limit: int) -> D
 def _release(arms: List[Dict[str, Any]], ended: bool) -> None:
     """Nothing left stopped; after a round cut short, every job still running is asked to stop (its supervisor)
     and waited for (up to 15 s), so the temporary folder is not removed under it."""
-    from bench.train_throughput import signal_groups
-
     for arm in arms:
         signal_groups(arm["groups"], signal.SIGCONT)
     if ended:
@@ -412,8 +409,6 @@ def sliced_round(every: int, epochs: int, limit: int, slice_s: float, rng: Any) 
     """One round of the sliced job arm: a monitored and an unmonitored train job (started in a random order), both
     alive at once, run in turns of `slice_s` seconds (train_throughput.slice_arms); each steady epoch timed by the
     running time its job was given inside the epoch's span (its `epoch` event: t - epoch_s to that + train_s)."""
-    from bench.train_throughput import merged, running_within, slice_arms
-
     arms: List[Dict[str, Any]] = []
     ended = False
     with tempfile.TemporaryDirectory(prefix="monitor-overhead-sliced-") as tmp:

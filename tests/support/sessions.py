@@ -36,9 +36,10 @@ def set_interpreter(session_dir: Path, interpreter: str = sys.executable) -> Non
     """Point each job of a recorded session at `interpreter` (this test's own by default).
 
     A recording names its job interpreter by its path on the machine that recorded it, which no other
-    machine has: each job's `python` (job.json) and its `started` event's `python` are rewritten, so a
-    reader that runs it (the export's package list) runs one that exists. Every other value, the
-    recorded paths in details and evidence included, is kept as recorded.
+    machine has: every JSON string that is exactly that path, in job.json and in every event (the job's
+    `python`, its command's first word, the `started` event, the env job's `executable`), is rewritten, so
+    no reader runs or shows a path of the recording machine. Every other value, the recorded package
+    paths in details and evidence included, is kept as recorded.
     """
     for job in sorted((Path(session_dir) / "jobs").iterdir()):
         events = job / "events.jsonl"
@@ -47,11 +48,10 @@ def set_interpreter(session_dir: Path, interpreter: str = sys.executable) -> Non
         recorded = started.get("python") if started.get("type") == "started" else None
         if not isinstance(recorded, str):
             continue
-        field = re.compile(r'("python":\s*)%s' % re.escape(json.dumps(recorded)))
+        value = re.compile(r"(?<=[:\[,])(\s*)%s(?=\s*[,\]}])" % re.escape(json.dumps(recorded)))
         to = r"\g<1>" + json.dumps(interpreter).replace("\\", "\\\\")
-        events.write_text(field.sub(to, first, count=1) + "\n" + rest, encoding="utf-8")
-        spec = job / "job.json"
-        spec.write_text(field.sub(to, spec.read_text(encoding="utf-8"), count=1), encoding="utf-8")
+        for path in (events, job / "job.json"):
+            path.write_text(value.sub(to, path.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 def copy_real(root: Path, interpreter: str = sys.executable) -> str:
