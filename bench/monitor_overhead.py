@@ -508,7 +508,12 @@ def sliced_job_arm(every: int, rounds: int, epochs: int, limit: int, seed: int, 
 def main() -> int:
     """Run the arms asked for; print each arm's ratio, interval and verdict, then one JSON line of all."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arms", default="cell,job", help="comma-separated: cell, job, job-sliced (default cell and job)")
+    p.add_argument(
+        "--arms",
+        default="cell,job-sliced",
+        help="comma-separated: cell, job, job-sliced (default cell and job-sliced; job, one job after the other, never "
+        "settled on a 2-core machine)",
+    )
     p.add_argument("--every", type=int, default=10, help="train.monitor.every of the monitored arm")
     p.add_argument("--pairs", type=int, default=1000, help="cell arm: block pairs (one baseline, one monitored each)")
     p.add_argument("--limit", type=int, default=6400, help="cell arm: training images to cycle through")

@@ -1,6 +1,6 @@
 """Every corrected bench, one after another, into one scratch folder, with the machine and the commit they ran on.
 
-Meant for one quiet run on a 2-core machine (the full set takes about 37 minutes there, 12 of them the job-vs-bare rounds): the
+Meant for one quiet run on a 2-core machine (the full set takes about 39 minutes there, 12 of them the job-vs-bare rounds): the
 export/attach scale bench at up to 1 M events in both shapes (the job's batched `steps` lines and
 the per-line worst case), start-up, loading the data, train throughput (job vs bare loop with enough rounds for a
 5 % question, and the course recipe), the monitor's cost, the UI following a job (headless and in
@@ -46,13 +46,14 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "2", "--rounds", "1", "--limit", "192"]
         cnn += ["--val-limit", "200"]
         cnn += ["--max-busy", "1"]
-        monitor = ["--pairs", "20", "--resamples", "200", "--job-pairs", "2", "--job-epochs", "2", "--job-limit", "640"]
+        monitor = ["--pairs", "20", "--resamples", "200", "--rounds", "2", "--job-epochs", "2", "--job-limit", "640"]
+        monitor += ["--slice", "0.1"]
         ui = ["--seconds", "1", "--windows", "5", "--window-s", "1"]
         midrun = ["--at", "5,15", "--rounds", "1", "--epochs", "30"]
         startup = ["--rounds", "2"]
         data = ["--runs", "2"]
     else:
-        scale = ["--sizes", "100000,1000000", "--mixes", "train,train-per-line", "--rounds", "5"]
+        scale = ["--sizes", "100000,1000000", "--mixes", "train,train-per-line", "--rounds", "8"]
         # the two arms at once, taking turns of 0.25 s: the machine's drift hits both (docstring of the bench)
         mlp = ["--slices", "0.25", "--arms", "job,bare", "--epochs", "3", "--rounds", "200", "--until-settled"]
         mlp += ["--min-rounds", "10", "--budget-min", "15", "--val-limit", "600", "--max-busy", "1"]
@@ -61,7 +62,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         cnn = ["--model", "cnn", "--arms", "job,job-uncapped", "--epochs", "3", "--rounds", "3", "--limit", "1920"]
         cnn += ["--val-limit", "1000"]
         cnn += ["--max-busy", "0.5", "--quiet-timeout", "20"]
-        monitor = ["--pairs", "1000", "--job-pairs", "12"]  # both arms: the bare cell and the job users run
+        monitor = ["--pairs", "1000", "--rounds", "16"]  # both arms: the bare cell and the jobs users run, sliced
         ui = ["--seconds", "3", "--windows", "25", "--window-s", "2"]
         midrun = ["--at", "10,40,80", "--rounds", "3", "--epochs", "60"]
         startup = ["--rounds", "10"]
@@ -69,7 +70,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
     scale_arms = ["--arms", "json.loads,export,export --no-screenshots,attach,minimal app"]
     scale_out = ["--write"] if update_docs else ["--out", "{out}"]
     return [
-        {"name": "scale", "argv": [b + "scale.py"] + scale + scale_arms + scale_out, "minutes": 6},
+        {"name": "scale", "argv": [b + "scale.py"] + scale + scale_arms + scale_out, "minutes": 9.5},
         {"name": "startup", "argv": [b + "startup.py", "--out", "{out}"] + startup, "minutes": 1},
         {"name": "data_load", "argv": [b + "data_load.py"] + data, "minutes": 0.5},
         {
@@ -85,7 +86,7 @@ def benches(quick: bool, update_docs: bool) -> List[Dict[str, Any]]:
         {
             "name": "monitor_overhead",
             "argv": [b + "monitor_overhead.py", "--json", "{out}/monitor.json"] + monitor,
-            "minutes": 5.5,
+            "minutes": 3.5,
         },
         {"name": "ui_follow", "argv": [b + "ui_load.py"] + ui, "minutes": 2.6},
         {"name": "attach_midrun", "argv": [b + "attach_midrun.py", "--out", "{out}"] + midrun, "minutes": 2.5},

@@ -32,7 +32,7 @@ GOAL = 1.5  # first paint at most this many times the minimal app's
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.stats import load, ratio, ratio_interval, scratch, shuffled, spread  # noqa: E402
+from bench.stats import interval_verdict, load, ratio, scratch, shuffled, spread  # noqa: E402
 
 MARK = b"ms-workbench \xe2\x94\x82"  # "ms-workbench │" from the status bar
 
@@ -149,21 +149,7 @@ def main() -> int:
 
 def goal_line(ratios: List[float]) -> str:
     """The verdict on the 95 % interval of the per-round ratios (as train_throughput judges), with every round's count."""
-    over = sum(1 for r in ratios if r > GOAL)
-    rounds = "%d of %d rounds over %.1f×, worst %.2f×" % (over, len(ratios), GOAL, max(ratios))
-    got = ratio_interval(ratios)
-    if got is None:
-        return "goal: first paint ≤ %.1f× the minimal app's: not settled (one round; %s)" % (GOAL, rounds)
-    mean, low, high = got
-    verdict = "met" if high <= GOAL else "NOT met" if low > GOAL else "not settled"
-    return "goal: first paint ≤ %.1f× the minimal app's: %s — %.2f×, 95 %% interval [%.2f×, %.2f×] (%s)" % (
-        GOAL,
-        verdict,
-        mean,
-        low,
-        high,
-        rounds,
-    )
+    return "goal: first paint ≤ %.1f× the minimal app's: %s" % (GOAL, interval_verdict(ratios, GOAL))
 
 
 if __name__ == "__main__":

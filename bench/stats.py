@@ -78,6 +78,21 @@ def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> Optional[Tup
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
+def interval_verdict(ratios: Sequence[float], goal: float) -> str:
+    """'met — 1.28×, 95 % interval [1.16×, 1.43×] (2 of 10 rounds over 1.5×, worst 1.67×)': judged on the interval
+    of the per-round ratios (met: all of it at or under `goal`; NOT met: all of it over), every round over counted."""
+    over = sum(1 for r in ratios if r > goal)
+    rounds = (
+        "%d of %d rounds over %.1f×, worst %.2f×" % (over, len(ratios), goal, max(ratios)) if ratios else "no round"
+    )
+    got = ratio_interval(ratios)
+    if got is None:
+        return "not settled (%s; %s)" % ("one round" if ratios else "not measured", rounds)
+    mean, low, high = got
+    verdict = "met" if high <= goal else "NOT met" if low > goal else "not settled"
+    return "%s — %.2f×, 95 %% interval [%.2f×, %.2f×] (%s)" % (verdict, mean, low, high, rounds)
+
+
 def rounds_to_settle(ratios: Sequence[float], bound: float) -> Optional[int]:
     """Rounds for the 95 % interval to clear `bound` (a ratio) if the mean and spread stay as now; None if never.
 
