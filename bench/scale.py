@@ -9,7 +9,8 @@ every process it starts are counted), `export --no-screenshots` (an extra arm), 
 `sessions` listing, `attach` in a 120x36 pseudo-terminal (bench/attach_probe.py: first paint, and
 caught up = the frame showing the whole backlog is out) and, as the baseline of the first paint, a
 minimal Textual app in the same pseudo-terminal (bench/minimal_app.py). Every ratio is to a baseline
-of the same round. The tree is byte-compiled first, as an installed package is (with PYTHONDONTWRITEBYTECODE
+of the same round; the export's time is judged on the 95 % interval of its per-round ratios (every round over
+counted), its memory and attach in every round. The tree is byte-compiled first, as an installed package is (with PYTHONDONTWRITEBYTECODE
 set, each of the export's three processes would otherwise compile every module changed since its bytecode).
 Results go to a scratch folder; --write puts scale.json and the figures in docs/.
 """
