@@ -28,7 +28,7 @@ def copy_recorded(root: Path) -> str:
 
 def real_sid() -> str:
     """Id of the session recorded from the real jobs (record_real.py keeps exactly one)."""
-    (sid,) = [p.name for p in REAL_DIR.iterdir() if p.is_dir()]
+    (sid,) = [p.name for p in REAL_DIR.iterdir() if (p / "session.json").is_file()]  # not a __pycache__ beside it
     return sid
 
 

@@ -17,7 +17,7 @@ from workbench.config.layers import defaults
 from workbench.session.store import SessionStore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "shift"
-SID = next(p.name for p in FIXTURE.iterdir() if p.is_dir())
+SID = next(p.name for p in FIXTURE.iterdir() if (p / "session.json").is_file())  # not a __pycache__ beside it
 
 
 def _app(tmp_path, with_shift: bool = True) -> WorkbenchApp:
