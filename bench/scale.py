@@ -394,7 +394,7 @@ def goals(results: List[Dict[str, Any]]) -> List[str]:
                 res["mix"],
                 res["events"],
                 GOALS["export_ratio"],
-                interval_verdict(ex, GOALS["export_ratio"]) if ex else "not measured",
+                interval_verdict(ex, GOALS["export_ratio"]),
                 max(ex_cpu or [float("nan")]),
                 max(mem or [float("nan")]),
                 GOALS["export_rss_mb"],

@@ -80,14 +80,15 @@ def ratio_interval(ratios: Sequence[float], level: float = 0.95) -> Optional[Tup
 
 def interval_verdict(ratios: Sequence[float], goal: float) -> str:
     """'met — 1.28×, 95 % interval [1.16×, 1.43×] (2 of 10 rounds over 1.5×, worst 1.67×)': judged on the interval
-    of the per-round ratios (met: all of it at or under `goal`; NOT met: all of it over), every round over counted."""
+    of the per-round ratios (met: all of it at or under `goal`; NOT met: all of it over), every round over counted;
+    'not measured' without a ratio."""
+    if not ratios:
+        return "not measured"
     over = sum(1 for r in ratios if r > goal)
-    rounds = (
-        "%d of %d rounds over %.1f×, worst %.2f×" % (over, len(ratios), goal, max(ratios)) if ratios else "no round"
-    )
+    rounds = "%d of %d rounds over %.1f×, worst %.2f×" % (over, len(ratios), goal, max(ratios))
     got = ratio_interval(ratios)
     if got is None:
-        return "not settled (%s; %s)" % ("one round" if ratios else "not measured", rounds)
+        return "not settled (one round; %s)" % rounds
     mean, low, high = got
     verdict = "met" if high <= goal else "NOT met" if low > goal else "not settled"
     return "%s — %.2f×, 95 %% interval [%.2f×, %.2f×] (%s)" % (verdict, mean, low, high, rounds)

@@ -618,11 +618,16 @@ def slice_arms(arms: List[Dict[str, Any]], slice_s: float, jitter: float = 0.0, 
         arm["runs"].append([began, time.monotonic()])
 
 
+def job_groups(pids: Dict[str, Any]) -> List[int]:
+    """A job's process groups from its pids.json: the worker's (pgid = its pid) and its supervisor's (it leads its
+    own session); the watchdog only waits."""
+    return [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+
+
 def stopped_job(name: str, job_dir: Path, began: float) -> Dict[str, Any]:
     """A job just started (at monotonic `began`), stopped at once: an arm of slice_arms."""
     pids = json.loads((job_dir / "pids.json").read_text())
-    # the worker has its own group (pgid = its pid); the supervisor leads its own session; the watchdog only waits
-    groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+    groups = job_groups(pids)
     signal_groups(groups, signal.SIGSTOP)
     return {
         "name": name,
@@ -689,7 +694,7 @@ def _end_stray_jobs(sessions: Path) -> None:
             continue
         try:
             pids = json.loads(pids_file.read_text())
-            groups = [int(pids["pgid"]), os.getpgid(int(pids["supervisor"]))]
+            groups = job_groups(pids)
         except (OSError, ValueError, KeyError):
             continue
         signal_groups(groups, signal.SIGCONT)

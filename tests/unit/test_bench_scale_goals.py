@@ -40,3 +40,9 @@ def test_only_the_largest_session_of_each_mix_is_judged():
     small = dict(_result([9.0, 9.5]), events=10000)
     got = goals([small, _result([2.5, 2.6, 2.4])])
     assert len(got) == 1 and got[0].startswith("train/1000000: ")
+
+
+def test_an_export_arm_that_was_not_run_is_said_not_measured():
+    result = _result([])
+    result["rounds"] = [{"attach": {"ratio": 1.2}}]
+    assert "(goal ≤ 3.0): not measured;" in goals([result])[0]
