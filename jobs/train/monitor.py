@@ -10,15 +10,18 @@ either way. The weights (and the moment) are copied before the step into buffers
 (each half a page from its parameter: spaced_like), read after it, and everything is reduced to
 norms on the host (float32 dot products): reductions inside the CPU graph cost more than the step
 itself (about 10 ms against 5 ms, measured). A step the loss scale skipped is marked and never
-judged. Samples are batched into one event about every second; in a data-parallel run every rank
-samples the same steps (the same averaged gradients) and rank 0 reports.
+judged. Between two steps only numbers are taken (Batch): the five-digit rounding, the rows and the
+folding of the flags wait for the flush, about every second, where Python runs them warm for a batch
+at once (right after a step each cost about four times as much, and a gap over about 0.25 ms lets
+MindSpore's threads fall asleep, which the next step pays: measured). In a data-parallel run every
+rank samples the same steps (the same averaged gradients) and rank 0 reports.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -36,7 +39,7 @@ def rows_from(
 ) -> Dict[str, Any]:
     """Per parameter: weight norm (after the step), gradient norm, update ratio |after - before|/|after|, non-finite share.
 
-    The gradients are `grads` times `grad_scale` (a positive number: the monitor's moment differences are
+    The values are the float32 arithmetic's, unrounded (Batch rounds them to five digits). The gradients are `grads` times `grad_scale` (a positive number: the monitor's moment differences are
     passed unscaled). A float32 array of `before` is overwritten with the update (the monitor's own
     buffers: no allocation).
     """
@@ -65,14 +68,7 @@ def _rows_flat(
         g.append(sqrt(gsq) * grad_scale if finite else float("inf"))
         ratio.append(dn / wn if wn > 0 else (float("inf") if dn > 0 else 0.0))
         share.append(bad / float(g32.size) if g32.size else 0.0)
-    n = len(w)
-    short = _short(w + g + ratio + share)
-    return {
-        "weight_norm": short[:n],
-        "grad_norm": short[n : 2 * n],
-        "update_ratio": short[2 * n : 3 * n],
-        "nonfinite": short[3 * n :],
-    }
+    return {"weight_norm": w, "grad_norm": g, "update_ratio": ratio, "nonfinite": share}
 
 
 def _flat32(v: Any) -> np.ndarray:
@@ -161,6 +157,55 @@ class Held:
         return out
 
 
+class Batch:
+    """The samples taken since the last flush, as fetched (unrounded), turned into one event's fields at the flush.
+
+    Between two steps only a tuple is appended; `take` rounds every value to five significant digits
+    in one go (the event stays small; a flag rule never hinges on the sixth), folds each sample into
+    the run's TrainState in step order (so a flag carries the step where its rule first held, whenever
+    the batch is taken) and returns the columns of a `monitor` event.
+    """
+
+    def __init__(self) -> None:
+        self.samples: List[Tuple[int, int, Dict[str, Any]]] = []  # (global_step, epoch, rows)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def add(self, global_step: int, epoch: int, rows: Dict[str, Any]) -> None:
+        """Keep one sample's rows (the lists fetch made) until the flush."""
+        self.samples.append((global_step, epoch, rows))
+
+    def take(self, names: List[str], state: trainstate.TrainState) -> Dict[str, List[Any]]:
+        """The batch as event columns (five digits), each sample folded into `state`; the batch is emptied."""
+        samples, self.samples = self.samples, []
+        n = len(names)
+        fields = trainstate.FIELDS
+        flat = _short([v for _, _, rows in samples for field in fields for v in rows[field]])
+        out: Dict[str, List[Any]] = {"global_step": [], "epoch": [], "skipped": [], **{f: [] for f in fields}}
+        width = n * len(fields)
+        for i, (global_step, epoch, rows) in enumerate(samples):
+            values = flat[i * width : (i + 1) * width]
+            skipped = bool(rows.get("skipped"))
+            out["global_step"].append(global_step)
+            out["epoch"].append(epoch)
+            out["skipped"].append(skipped)
+            for j, field in enumerate(fields):
+                out[field].append(values[j * n : (j + 1) * n])
+            columns = zip(
+                *[values[j * n : (j + 1) * n] for j in range(len(fields))]
+            )  # each parameter's, in FIELDS order
+            state.add(
+                {
+                    "global_step": global_step,
+                    "epoch": epoch,
+                    "rows": {name: dict(zip(fields, row)) for name, row in zip(names, columns)},
+                    "skipped": skipped,
+                }
+            )
+        return out
+
+
 class Monitor:
     """Decides which steps are sampled, runs them, batches their rows, folds the flags for the end-of-run check."""
 
@@ -180,7 +225,7 @@ class Monitor:
         self.names = stepcell.param_names(run.opt)
         self.sizes = stepcell.param_sizes(run.opt)
         self.state = trainstate.TrainState()
-        self.pending: Dict[str, List[Any]] = self._empty()
+        self.batch = Batch()
         self.flushed_at = time.monotonic()
         self.weights = Held(list(run.opt.parameters))
         self.grads: Any = None
@@ -192,9 +237,6 @@ class Monitor:
         if self.moment is not None:
             return "Adam's first moment before and after the plain step: (m_t - beta1 m_(t-1)) / (1 - beta1)"
         return "the monitored step cell, which returns the gradients it applied"
-
-    def _empty(self) -> Dict[str, List[Any]]:
-        return {"global_step": [], "epoch": [], "skipped": [], **{f: [] for f in trainstate.FIELDS}}
 
     def precompile(self, x: Any, y: Any) -> None:
         """Compile the monitored graph before the first step (Cell.compile where it exists), so no step pays it."""
@@ -230,39 +272,30 @@ class Monitor:
         rows["skipped"] = self.overflow is not None and bool(self.overflow.asnumpy())
         return rows
 
-    def record(self, pipe: Any, rows: Dict[str, List[float]], epoch: int, global_step: int) -> List[Dict[str, Any]]:
-        """Queue one sample and fold its flags; returns the flags raised for the first time."""
-        self.pending["global_step"].append(global_step)
-        self.pending["epoch"].append(epoch)
-        self.pending["skipped"].append(bool(rows.get("skipped")))
-        for field in trainstate.FIELDS:
-            self.pending[field].append(rows[field])
-        columns = zip(*[rows[field] for field in trainstate.FIELDS])  # each parameter's values, in FIELDS' order
-        sample = {
-            "global_step": global_step,
-            "epoch": epoch,
-            "rows": {n: dict(zip(trainstate.FIELDS, values)) for n, values in zip(self.names, columns)},
-            "skipped": bool(rows.get("skipped")),
-        }
-        raised = self.state.add(sample)
-        now = time.monotonic()
-        if raised or now - self.flushed_at >= FLUSH_EVERY_S or len(self.pending["global_step"]) >= FLUSH_SAMPLES:
+    def record(self, pipe: Any, rows: Dict[str, Any], epoch: int, global_step: int) -> None:
+        """Keep one sample (its flags are folded at the flush); flush when the batch is old or large enough."""
+        self.batch.add(global_step, epoch, rows)
+        if len(self.batch) >= FLUSH_SAMPLES or time.monotonic() - self.flushed_at >= FLUSH_EVERY_S:
             self.flush(pipe)
-        return raised
 
     def flush(self, pipe: Any) -> None:
-        """Queue the batched samples as one `monitor` event (only where this rank reports)."""
-        if not self.pending["global_step"]:
+        """Fold the batched samples' flags and queue them as one `monitor` event (only where this rank reports)."""
+        if not len(self.batch):
             return
-        if not any(self.pending["skipped"]):
-            del self.pending["skipped"]  # a run without a loss scale writes the same events as before
+        fields = self.batch.take(self.names, self.state)
+        if not any(fields["skipped"]):
+            del fields["skipped"]  # a run without a loss scale writes the same events as before
         if self.reports:
-            pipe.put("monitor", names=self.names, every=self.every, **self.pending)
-        self.pending = self._empty()
+            pipe.put("monitor", names=self.names, every=self.every, **fields)
         self.flushed_at = time.monotonic()
 
     def check(self, ctx: Any) -> None:
-        """The `train-state` check: the flags raised over the run, each with its rule, or none in N samples."""
+        """The `train-state` check: the flags raised over the run, each with its rule, or none in N samples.
+
+        The loop flushes before (every epoch's end): a sample still in the batch would be judged by no rule.
+        """
+        if len(self.batch):
+            raise RuntimeError("%d monitor samples were never flushed" % len(self.batch))
         st = self.state
         evidence = {
             "samples": st.count,
