@@ -42,6 +42,7 @@ class Workbench(Protocol):
     tracker: JobTracker
     views: Dict[str, Any]
     cfg: Dict[str, Any]
+    device: Dict[str, Any]  # the device a job started now would run on (decided once, for `auto`)
     low_bandwidth: bool
 
     @property

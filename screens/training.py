@@ -42,7 +42,7 @@ from workbench.config.keys import get, nest
 from workbench.config.layers import ConfigError, batch_problem, merge
 from workbench.session import candidate
 from workbench.views.chart import STEP_WINDOW
-from workbench.views.training import TrainingView
+from workbench.views.training import TrainingView, form_layers_every
 
 __all__ = ["TrainingScreen", "epochs_table", "rank_rows"]
 
@@ -50,7 +50,7 @@ LIVE_PERF_S = 1.0  # the live step-time figures before the first perf event chan
 COMPACT_ROWS = 30  # below this many rows (or NARROW_COLUMNS columns) one pane shows at a time
 PANES = ("curves", "epochs", "confusion", "classes", "layers")
 PANE_KEYS = "uemkl"  # the keys that show each pane (the bindings below; c is Compare)
-# (label, config key, widget id): the run form, in the order it is shown
+# (label, config key, widget id): the run form's fields (rows: model mode precision device layers; epochs batch lr split)
 FIELDS: List[Tuple[str, str, str]] = [
     ("model", "model.name", "f-model"),
     ("mode", "train.mode", "f-mode"),
@@ -60,6 +60,7 @@ FIELDS: List[Tuple[str, str, str]] = [
     ("lr", "train.lr", "f-lr"),
     ("device", "device.target", "f-device"),
     ("split", "data.from", "f-split"),
+    ("layers every", "train.monitor.every", "f-layers"),
 ]
 OWN_SPLIT = "own"  # the split field's value for "the run makes its own split" (data.from unset)
 SPLIT_EVERY_S = 1.0  # how often the split field's choices are compared with the session's data jobs
@@ -129,6 +130,11 @@ class TrainingScreen(WorkbenchScreen):
                 )
                 yield LabelledField(
                     "device", _select(("auto", "CPU", "GPU", "Ascend"), cfg["device"]["target"], "f-device")
+                )
+                self._layers_auto = form_layers_every(cfg, self.form_target(cfg["device"]["target"]))
+                yield LabelledField(
+                    "layers every",
+                    NumberInput(str(self._layers_auto), "train.monitor.every", id="f-layers", compact=True),
                 )
             with Horizontal(classes="form-row", id="form2"):
                 for label, key, wid in FIELDS[3:6]:  # epochs, batch size, lr: letters refused as typed
@@ -309,7 +315,22 @@ class TrainingScreen(WorkbenchScreen):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "f-split" and event.value != getattr(self, "_split_auto", None):
             self._split_picked = True  # the user chose; the newest split no longer replaces the choice
+        if event.select.id == "f-device":
+            self.follow_device(event.value)
         self._form_state()
+
+    def form_target(self, device: Any) -> Any:
+        """The target a run of the form's device field would run on (`auto`: what the app decided for this machine)."""
+        return self.wb_app.device["target"] if device == "auto" else device
+
+    def follow_device(self, device: Any) -> None:
+        """The layers field moves with the device (on for CPU, off for a GPU or NPU) until someone types into it."""
+        layers = self.query_one("#f-layers", NumberInput)
+        if layers.value.strip() != str(self._layers_auto):
+            return  # typed by someone, or a run's settings: kept
+        self._layers_auto = form_layers_every(self.wb_app.cfg, self.form_target(device))
+        with self.prevent(Input.Changed):
+            layers.value = str(self._layers_auto)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":

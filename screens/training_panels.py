@@ -361,7 +361,10 @@ def layers_panel(view: TrainingView, plain: bool = False) -> Text:
     elif view.monitor_every:
         out.append("layers: every %d steps, no sample yet" % view.monitor_every, style="dim")
     else:
-        out.append("layers: not monitored (train.monitor.every=0; set it to sample every N-th step)", style="dim")
+        out.append(
+            "layers: not monitored (train.monitor.every=0; the form's `layers every` N samples every N-th step)",
+            style="dim",
+        )
     scale = view.loss_scale
     if scale:
         last = scale[-1]

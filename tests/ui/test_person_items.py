@@ -32,7 +32,7 @@ async def test_form_fields_are_labelled_and_checked_by_the_config_rules(tmp_path
         await pilot.press("3")
         await until(pilot, lambda: app.screen.query("#f-epochs"), what="the Training form")
         labels = [str(w.label_text) for w in app.screen.query("LabelledField")]
-        assert labels == ["model", "mode", "precision", "device", "epochs", "batch size", "lr", "split"]
+        assert labels == ["model", "mode", "precision", "device", "layers every", "epochs", "batch size", "lr", "split"]
         app.screen.query_one("#f-epochs").focus()
         await pilot.press("0")  # a focused field selects its text: typing replaces it
         keys = app.screen.active_bindings

@@ -121,8 +121,8 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
     see("6 Session", what="the footer")
     terminal.keys("3")
     see("batch size", what="the Training form's labels")
-    # the screen, then model, mode, precision, device (the form's first row): the epochs field
-    terminal.keys("Tab", "Tab", "Tab", "Tab", "Tab")
+    # the screen, then model, mode, precision, device, layers every (the form's first row): the epochs field
+    terminal.keys("Tab", "Tab", "Tab", "Tab", "Tab", "Tab")
     see(r"\^s Start", what="ctrl+s in the footer while a field is focused")
     terminal.type("9999")  # a focused field selects its text: typing replaces it; long enough to outlast the test
     see(r"(?m)(^| )9999 ", what="the typed epochs")
@@ -131,7 +131,9 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
     terminal.keys("s")
     see(r"train-001 .*(RUNNING|running)", what="the run line of the started training")
     (job_dir,) = sorted(sessions.glob("*/jobs/train-001"))
-    assert read_json(job_dir / "config.json")["train"]["epochs"] == 9999  # the typed value, not the default 5
+    cfg = read_json(job_dir / "config.json")
+    assert cfg["train"]["epochs"] == 9999  # the typed value, not the default 5
+    assert cfg["train"]["monitor"]["every"] == 10  # the course flow on CPU watches its layers (ui.monitor_every)
     see(r"best: epoch \d+", 120, what="an ended epoch")
     sid = job_dir.parent.parent.name
     try:
@@ -176,6 +178,8 @@ def test_a_person_trains_quits_and_attaches_at_80x24(terminal, sessions, wait_fo
         see(r"true\\pred", what="the confusion matrix after m")
         terminal.keys("k")
         see(r"class +P +R +F1", what="the per-class table after k")
+        terminal.keys("l")
+        see(r"layers: every 10 steps, \d+ samples", what="the layers of the run the form started monitored")
         # the screen paints before the run's events are read ("reading events N %"), then catches up
         see(r"best: epoch \d+", what="the run's epochs once its events are read")
         see(r"session \d{8}-\d{6}-\w{4} │", what="the status bar without 'reading events' once caught up")

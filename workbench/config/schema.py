@@ -519,6 +519,16 @@ SCHEMA: Dict[str, Any] = {
         "refresh_hz": _f(4.0, float, int, min=0.5, max=30),
         "low_bandwidth": _f(False, bool),
         "nice": _f(10, int, min=0, max=19),  # added to the TUI's nice value; jobs it starts are not niced
+        "monitor_every": _f(
+            10,
+            int,
+            min=0,
+            max=100000,
+            doc="the Training screen's `layers every` field (train.monitor.every of a run started there) starts "
+            "here when train.monitor.every is 0 and the run's device is CPU: the course flow watches its layers "
+            "(about 3-4 % of the MLP's time at 10, bench/monitor_overhead.py); on a GPU or NPU the field starts "
+            "at 0 (each sample would copy weights and moments to the host: not measured); 0 = never on unless asked",
+        ),
     },
     "drill": {
         "steps": _f(20, int, min=0),

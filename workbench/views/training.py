@@ -23,6 +23,16 @@ def tail_steps(cfg: Dict[str, Any]) -> int:
     return repeats * steps
 
 
+def form_layers_every(cfg: Dict[str, Any], target: Any) -> int:
+    """Where the run form's `layers every` field starts for a run on `target`: train.monitor.every when the config
+    sets it, else ui.monitor_every on CPU (the course flow), else 0 (a GPU or NPU: the monitor's cost there is not
+    measured)."""
+    asked = cfg["train"]["monitor"]["every"]
+    if asked:
+        return int(asked)
+    return int(cfg["ui"]["monitor_every"]) if target == "CPU" else 0
+
+
 def record_eta(record: JobRecord) -> Optional[float]:
     """A train job's seconds left as of its latest event, from its config's epochs and timing repeats."""
     cfg = record.config if isinstance(record.config, dict) else {}
