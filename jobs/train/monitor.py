@@ -39,9 +39,10 @@ def rows_from(
 ) -> Dict[str, Any]:
     """Per parameter: weight norm (after the step), gradient norm, update ratio |after - before|/|after|, non-finite share.
 
-    The values are the float32 arithmetic's, unrounded (Batch rounds them to five digits). The gradients are `grads` times `grad_scale` (a positive number: the monitor's moment differences are
-    passed unscaled). A float32 array of `before` is overwritten with the update (the monitor's own
-    buffers: no allocation).
+    The values are the float32 arithmetic's, unrounded (Batch rounds them to five digits). The gradients
+    are `grads` times `grad_scale` (a positive number: the monitor's moment differences are passed
+    unscaled). A float32 array of `before` is overwritten with the update (the monitor's own buffers: no
+    allocation).
     """
     flat = [[_flat32(v) for v in arrays] for arrays in (before, after, grads)]
     return _rows_flat(flat[0], flat[1], flat[2], grad_scale)
@@ -190,19 +191,12 @@ class Batch:
             out["global_step"].append(global_step)
             out["epoch"].append(epoch)
             out["skipped"].append(skipped)
-            for j, field in enumerate(fields):
-                out[field].append(values[j * n : (j + 1) * n])
-            columns = zip(
-                *[values[j * n : (j + 1) * n] for j in range(len(fields))]
-            )  # each parameter's, in FIELDS order
-            state.add(
-                {
-                    "global_step": global_step,
-                    "epoch": epoch,
-                    "rows": {name: dict(zip(fields, row)) for name, row in zip(names, columns)},
-                    "skipped": skipped,
-                }
-            )
+            per_field = [values[j * n : (j + 1) * n] for j in range(len(fields))]
+            for field, row in zip(fields, per_field):
+                out[field].append(row)
+            by_param = zip(names, zip(*per_field))  # each parameter's values, in FIELDS order
+            rows_now = {name: dict(zip(fields, row)) for name, row in by_param}
+            state.add({"global_step": global_step, "epoch": epoch, "rows": rows_now, "skipped": skipped})
         return out
 
 
