@@ -24,9 +24,7 @@ def tail_steps(cfg: Dict[str, Any]) -> int:
 
 
 def form_layers_every(cfg: Dict[str, Any], target: Any) -> int:
-    """Where the run form's `layers every` field starts for a run on `target`: train.monitor.every when the config
-    sets it, else ui.monitor_every on CPU (the course flow), else 0 (a GPU or NPU: the monitor's cost there is not
-    measured)."""
+    """The run form's `layers every` on `target`: train.monitor.every if set, else ui.monitor_every on CPU, else 0."""
     asked = cfg["train"]["monitor"]["every"]
     if asked:
         return int(asked)
