@@ -104,14 +104,19 @@ class Held:
     view is kept while the parameter's address (`data_ptr`, about a tenth of `asnumpy`'s cost) is
     unchanged, and taken again when it moved (a resume's load), with a new buffer spaced from it
     (spaced_like); a copy, or a Tensor without `data_ptr`, is read again each time. `flat_now` and
-    `flat_before` are the same arrays as flat views (what the rows are computed from).
+    `flat_before` are the same arrays as flat views (what the rows are computed from). The buffers are
+    made at the first read and kept for the run, none made before and dropped: freeing a block this
+    large raises glibc's mmap threshold in the monitored process alone, which changes where every later
+    allocation of the job goes (with the threshold pinned in both jobs, the monitored job's other steps
+    no longer ran slower than the unmonitored job's: docs/PERFORMANCE.md).
     """
 
     def __init__(self, params: List[Any]):
         self.params = list(params)
-        self.before = [np.empty(p.shape, dtype=np.float32) for p in self.params]  # reused: no allocation per sample
+        none = np.empty(0, dtype=np.float32)  # no buffer yet: now() makes each one (reused: no allocation per sample)
+        self.before = [none] * len(self.params)
         self.views: List[Any] = [None] * len(self.params)  # each parameter's asnumpy view, with its address
-        self.flat_before = [b.reshape(-1) for b in self.before]
+        self.flat_before = [none] * len(self.params)
         self._ptrs: Optional[List[int]] = None  # every parameter's address, when every view is kept
         self._now: List[Any] = []
         self._flat_now: List[np.ndarray] = []
@@ -150,7 +155,9 @@ class Held:
             self.views[i] = (ptr, view) if ptr is not None and view.ctypes.data == ptr else None
             if self.views[i] is not None:
                 self.before[i] = spaced_like(p.shape, view.ctypes.data)  # its copy's buffer, half a page away
-                self.flat_before[i] = self.before[i].reshape(-1)
+            elif self.before[i].shape != tuple(p.shape):
+                self.before[i] = np.empty(p.shape, dtype=np.float32)
+            self.flat_before[i] = self.before[i].reshape(-1)
             out.append(view)
         kept_all = all(v is not None for v in self.views)
         self._ptrs = [v[0] for v in self.views] if kept_all else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -98,7 +99,7 @@ def test_a_batch_becomes_one_events_columns_in_five_digits_and_is_folded_at_the_
 def test_flags_folded_by_batches_are_those_folded_sample_by_sample(samples, cuts):
     """However the samples are cut into flushes, the state's flags and counts are those of adding each (rounded) alone."""
     one_by_one, batched, batch = trainstate.TrainState(), trainstate.TrainState(), monitor.Batch()
-    cut = iter(cuts * 10)
+    cut = itertools.cycle(cuts)
     left = next(cut)
     for i, (grad, ratio, skipped) in enumerate(samples, 1):
         rows = _rows(grad, ratio, 0.5 if math.isnan(grad) else 0.0)
