@@ -526,7 +526,7 @@ SCHEMA: Dict[str, Any] = {
             max=100000,
             doc="the Training screen's `layers every` field (train.monitor.every of a run started there) starts "
             "here when train.monitor.every is 0 and the run's device is CPU: the course flow watches its layers "
-            "(about 3.7 % of the MLP's training time at 10, bench/monitor_overhead.py); on a GPU or NPU the field starts "
+            "(about 4 % of the MLP's training time at 10, bench/monitor_overhead.py); on a GPU or NPU the field starts "
             "at 0 (each sample would copy weights and moments to the host: not measured); 0 = never on unless asked",
         ),
     },
