@@ -1,10 +1,11 @@
 """Cost of the training-state monitor at train.monitor.every=N against the same training without it, with intervals.
 
-Two arms, both run by default (`--arms cell,job`), each with its own verdict against the goal
-(monitored / unmonitored at most 1.05); about 7 minutes for both on a quiet 2-core machine
-(`--arms cell` alone: under a minute; `--arms job` alone: about 6 minutes):
+Three arms, each with its own verdict against the goal (monitored / unmonitored at most 1.05); by
+default the cell and job-sliced arms (`--arms cell,job-sliced`), about 3–4 minutes on a quiet 2-core
+machine (the cell arm under a minute, a job-sliced round about 10 s; `--arms job` alone about 6 minutes):
 
-job arm: what the user runs, `ms-workbench run train` (default config: MLP 784-128-10, Adam,
+job arm (opt-in, `--arms job`; on a 2-core VM the machine's speed differs between two jobs run one after the
+  other more than the cost, so it seldom settles): what the user runs, `ms-workbench run train` (default config: MLP 784-128-10, Adam,
   batch 64, graph mode, CPU, Fashion-MNIST) on the first --job-limit training images for
   --job-epochs epochs, once with train.monitor.every=N and once with train.monitor.every=0 per pair,
   in a random order per pair (seeded). The span compared is the job's own steady training time:
@@ -15,7 +16,7 @@ job arm: what the user runs, `ms-workbench run train` (default config: MLP 784-1
   Every job of the bench takes its device lock in a private folder, so another bench's or
   engineer's job neither waits for it nor blocks it. The monitored jobs are checked to have sampled
   every N-th step and the unmonitored ones not at all.
-job-sliced arm (opt-in, `--arms job-sliced`): the job arm with drift taken out. Each round starts a monitored
+job-sliced arm (run by default): the job arm with drift taken out. Each round starts a monitored
   and an unmonitored train job (a random one first, each with a device-lock folder of its own) and stops both at
   once; they then run in turns of --slice seconds (bench/train_throughput.slice_arms, SIGSTOP/SIGCONT to each
   job's worker and supervisor groups), so the machine's speed drifting over seconds hits both alike. A steady
